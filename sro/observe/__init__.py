@@ -1,0 +1,2 @@
+"""Logs, metrics and health endpoints: beside the data path, never inside it.
+"""

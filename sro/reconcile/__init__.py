@@ -1,0 +1,5 @@
+"""Turning a key into actions.
+
+``plan`` is pure: cache snapshot + recipe -> desired objects and status.
+``controller`` runs workers and is the only code that acts on a plan.
+"""
