@@ -1,0 +1,186 @@
+"""Trimmed, immutable views of the cluster objects reconciles read.
+
+Caches keep these instead of whole API bodies, so thousands of Nodes and Pods stay cheap,
+and the pure planner reads them without knowing where they came from. Each ``from_body``
+projection is the only place that knows the raw shape of the object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+NFD = "feature.node.kubernetes.io/"
+KERNEL_LABEL = NFD + "kernel-version.full"
+OS_ID_LABEL = NFD + "system-os_release.ID"
+OS_VERSION_LABEL = NFD + "system-os_release.VERSION_ID"
+OS_MAJOR_LABEL = NFD + "system-os_release.VERSION_ID.major"
+OS_MINOR_LABEL = NFD + "system-os_release.VERSION_ID.minor"
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, str]:
+    if not mapping:
+        return _EMPTY
+    return MappingProxyType({str(k): str(v) for k, v in mapping.items()})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def to_body(self) -> dict[str, str]:
+        body = {"key": self.key, "effect": self.effect}
+        if self.value:
+            body["value"] = self.value
+        return body
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeView:
+    """What reconciles need of a Node; heartbeats change none of it."""
+
+    name: str
+    labels: Mapping[str, str] = field(default=_EMPTY)
+    annotations: Mapping[str, str] = field(default=_EMPTY)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = False
+    kernel_version: str = ""  # status.nodeInfo.kernelVersion
+    os_image: str = ""  # status.nodeInfo.osImage
+    architecture: str = ""  # status.nodeInfo.architecture
+    extended: Mapping[str, str] = field(default=_EMPTY)  # allocatable entries with a "/" in the name
+    resource_version: str = ""
+
+    @property
+    def kernel(self) -> str:
+        """The full kernel version, from NFD first, then from nodeInfo."""
+        return self.labels.get(KERNEL_LABEL) or self.kernel_version
+
+    def relevant(self) -> tuple[object, ...]:
+        """Everything a reconcile reads; equal tuples mean the change needs no reconcile."""
+        return (
+            tuple(sorted(self.labels.items())),
+            self.taints,
+            self.unschedulable,
+            self.ready,
+            self.kernel_version,
+            self.os_image,
+            self.architecture,
+            tuple(sorted(self.extended.items())),
+            tuple(sorted(self.annotations.items())),
+        )
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> NodeView:
+        meta = body.get("metadata") or {}
+        spec = body.get("spec") or {}
+        status = body.get("status") or {}
+        info = status.get("nodeInfo") or {}
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+        )
+        allocatable = status.get("allocatable") or {}
+        return cls(
+            name=str(meta.get("name", "")),
+            labels=_frozen(meta.get("labels")),
+            annotations=_frozen(
+                {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("sro.dev/")}
+            ),
+            taints=tuple(
+                Taint(key=t.get("key", ""), value=t.get("value", "") or "", effect=t.get("effect", ""))
+                for t in spec.get("taints") or ()
+            ),
+            unschedulable=bool(spec.get("unschedulable", False)),
+            ready=ready,
+            kernel_version=str(info.get("kernelVersion", "")),
+            os_image=str(info.get("osImage", "")),
+            architecture=str(info.get("architecture", "")),
+            extended=_frozen({k: v for k, v in allocatable.items() if "/" in k}),
+            resource_version=str(meta.get("resourceVersion", "")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerState:
+    """One container's status, reduced to what readiness and failure messages need."""
+
+    name: str
+    ready: bool = False
+    waiting_reason: str = ""  # e.g. ImagePullBackOff
+    terminated_reason: str = ""
+    exit_code: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodView:
+    """What reconciles need of a Pod the operator owns."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    node: str = ""
+    phase: str = "Pending"
+    ready: bool = False
+    labels: Mapping[str, str] = field(default=_EMPTY)
+    owner_kind: str = ""
+    owner_name: str = ""
+    owner_uid: str = ""
+    created: str = ""  # metadata.creationTimestamp, RFC 3339
+    deleting: bool = False
+    containers: tuple[ContainerState, ...] = ()
+    resource_version: str = ""
+
+    @property
+    def template_generation(self) -> str:
+        """The DaemonSet template generation this pod was made from ("" if none)."""
+        return self.labels.get("pod-template-generation", "")
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> PodView:
+        meta = body.get("metadata") or {}
+        spec = body.get("spec") or {}
+        status = body.get("status") or {}
+        owner: Mapping[str, Any] = next(
+            (o for o in meta.get("ownerReferences") or () if o.get("controller")),
+            (meta.get("ownerReferences") or [{}])[0],
+        )
+        containers = []
+        for cs in list(status.get("initContainerStatuses") or ()) + list(status.get("containerStatuses") or ()):
+            state = cs.get("state") or {}
+            waiting = state.get("waiting") or {}
+            terminated = state.get("terminated") or (cs.get("lastState") or {}).get("terminated") or {}
+            containers.append(
+                ContainerState(
+                    name=str(cs.get("name", "")),
+                    ready=bool(cs.get("ready", False)),
+                    waiting_reason=str(waiting.get("reason", "")),
+                    terminated_reason=str(terminated.get("reason", "")),
+                    exit_code=terminated.get("exitCode"),
+                    message=str(waiting.get("message") or terminated.get("message") or ""),
+                )
+            )
+        return cls(
+            namespace=str(meta.get("namespace", "")),
+            name=str(meta.get("name", "")),
+            uid=str(meta.get("uid", "")),
+            node=str(spec.get("nodeName", "")),
+            phase=str(status.get("phase", "Pending")),
+            ready=any(
+                c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+            ),
+            labels=_frozen(meta.get("labels")),
+            owner_kind=str(owner.get("kind", "")),
+            owner_name=str(owner.get("name", "")),
+            owner_uid=str(owner.get("uid", "")),
+            created=str(meta.get("creationTimestamp", "")),
+            deleting=bool(meta.get("deletionTimestamp")),
+            containers=tuple(containers),
+            resource_version=str(meta.get("resourceVersion", "")),
+        )
