@@ -152,7 +152,8 @@ class PodView:
             (meta.get("ownerReferences") or [{}])[0],
         )
         containers = []
-        for cs in list(status.get("initContainerStatuses") or ()) + list(status.get("containerStatuses") or ()):
+        statuses = [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
+        for cs in statuses:
             state = cs.get("state") or {}
             waiting = state.get("waiting") or {}
             terminated = state.get("terminated") or (cs.get("lastState") or {}).get("terminated") or {}
