@@ -1,0 +1,137 @@
+"""The desired state of one SpecialResource: what rendering produces and planning consumes.
+
+Rendering (``sro.render``, with ``sro.hooks``) turns a SpecialResource, its recipe and the
+selected nodes into a ``DesiredState``: every object of every state, already expanded per
+kernel group and per node, with the operator's placement injected. Planning
+(``sro.reconcile.plan``) compares it with what the cluster shows and decides what to write.
+``sro render`` prints exactly the objects held here, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sro.errors import Location
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class ObjectRef:
+    """Identity of an object: apiVersion, kind, namespace ("" if cluster-scoped), name."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind}/{where}{self.name}"
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> ObjectRef:
+        meta = body.get("metadata") or {}
+        return cls(
+            api_version=str(body.get("apiVersion", "")),
+            kind=str(body.get("kind", "")),
+            namespace=str(meta.get("namespace", "") or ""),
+            name=str(meta.get("name", "")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class OsRelease:
+    """An OS release as NFD reports it (``system-os_release.*``)."""
+
+    id: str  # e.g. "rhel", "ubuntu"
+    version_id: str  # e.g. "9.4", "22.04"
+
+    @property
+    def major(self) -> str:
+        return self.version_id.split(".")[0]
+
+    @property
+    def minor(self) -> str:
+        parts = self.version_id.split(".")
+        return parts[1] if len(parts) > 1 else ""
+
+    @property
+    def tag(self) -> str:
+        """A compact form used in image tags, e.g. ``rhel9.4``."""
+        return f"{self.id}{self.version_id}"
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class KernelGroup:
+    """Nodes that share a kernel and an OS release get one copy of kernel-affine objects."""
+
+    kernel: str  # full version, e.g. 5.14.0-427.13.1.el9_4.x86_64
+    os: OsRelease
+    arch: str = "x86_64"
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the group, used in status rows and bookkeeping labels."""
+        return f"{self.kernel}|{self.os.tag}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesiredObject:
+    """One object the operator wants to exist, with what it needs to know to run it.
+
+    ``body`` is the full object as it will be applied (placement, owner label and
+    namespace already injected). ``kernel_group`` is set on copies made by the
+    kernel-affine hook; ``node`` on pods made per node by the per-node hook.
+    """
+
+    body: Mapping[str, Any]
+    state: str
+    source: Location
+    kernel_group: KernelGroup | None = None
+    node: str | None = None
+    wait: bool = True
+    wait_for_logs: re.Pattern[str] | None = None
+    optional: bool = False
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef.of(self.body)
+
+    @property
+    def kind(self) -> str:
+        return str(self.body.get("kind", ""))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateSpec:
+    """One state of a recipe and the states it comes after."""
+
+    name: str
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesiredState:
+    """Everything one SpecialResource wants, for the nodes it currently selects.
+
+    ``states`` are in recipe order; ``after`` edges form a DAG (validated on load).
+    ``nodes`` are the names of selected nodes, sorted; ``kernel_groups`` maps each
+    selected node to its group.
+    """
+
+    sr_name: str
+    namespace: str
+    recipe: str
+    states: tuple[StateSpec, ...]
+    objects: tuple[DesiredObject, ...]
+    nodes: tuple[str, ...]
+    kernel_groups: Mapping[str, KernelGroup]
+
+    def objects_of(self, state: str) -> tuple[DesiredObject, ...]:
+        return tuple(o for o in self.objects if o.state == state)
