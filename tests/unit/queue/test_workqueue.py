@@ -1,0 +1,182 @@
+"""The work queue's properties, one test each: fair, stingy, exclusive, delayed, shutdown.
+
+Covers the synchronous core with a manual clock and the waiting ``get``; the
+randomised interleavings are in tests/property/test_workqueue.py.
+"""
+
+import asyncio
+
+import pytest
+
+from sro.queue import clock, ratelimit, workqueue
+
+pytestmark = pytest.mark.unit
+
+
+def make() -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
+    c = clock.ManualClock()
+    return workqueue.WorkQueue(clock=c, limiter=ratelimit.ExponentialBackoff(base=0.005, cap=1.0)), c
+
+
+def test_keys_are_handed_out_in_the_order_they_were_added() -> None:
+    q, _ = make()
+    for k in "abc":
+        q.add(k)
+    assert [q.try_get(), q.try_get(), q.try_get(), q.try_get()] == ["a", "b", "c", None]
+
+
+def test_a_burst_of_adds_collapses_into_one_pass() -> None:
+    q, _ = make()
+    for _ in range(100):
+        q.add("a")
+    assert len(q) == 1
+    assert q.try_get() == "a"
+    assert q.try_get() is None
+
+
+def test_a_key_being_processed_is_not_handed_to_a_second_worker() -> None:
+    q, _ = make()
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("a")
+    assert q.try_get() is None
+    assert q.processing == {"a"}
+
+
+def test_an_add_during_processing_leads_to_exactly_one_more_pass() -> None:
+    q, _ = make()
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("a")
+    q.add("a")
+    q.done("a")
+    assert q.try_get() == "a"
+    q.done("a")
+    assert q.try_get() is None
+
+
+def test_done_without_a_new_add_does_not_requeue() -> None:
+    q, _ = make()
+    q.add("a")
+    q.try_get()
+    q.done("a")
+    assert len(q) == 0
+
+
+def test_add_after_holds_the_key_until_its_ready_time() -> None:
+    q, c = make()
+    q.add_after("a", 5.0)
+    assert q.try_get() is None
+    c.advance(4.9)
+    assert q.try_get() is None
+    c.advance(0.2)
+    assert q.try_get() == "a"
+
+
+def test_the_earliest_ready_time_wins() -> None:
+    q, c = make()
+    q.add_after("a", 10.0)
+    q.add_after("a", 2.0)
+    q.add_after("a", 5.0)
+    assert q.ready_at("a") == 2.0
+    c.advance(2.0)
+    assert q.try_get() == "a"
+
+
+def test_add_after_with_no_delay_adds_at_once() -> None:
+    q, _ = make()
+    q.add_after("a", 0)
+    assert q.try_get() == "a"
+
+
+def test_rate_limited_adds_back_off_exponentially_per_key() -> None:
+    q, c = make()
+    delays = []
+    for _ in range(4):
+        q.add_rate_limited("a")
+        start = c.now()
+        ready = q.ready_at("a")
+        assert ready is not None
+        delays.append(round(ready - start, 6))
+        c.advance(ready - start)
+        assert q.try_get() == "a"
+        q.done("a")
+    assert delays == [0.005, 0.01, 0.02, 0.04]
+    assert q.num_requeues("a") == 4
+
+
+def test_forget_resets_the_backoff() -> None:
+    q, _ = make()
+    q.add_rate_limited("a")
+    q.add_rate_limited("a")
+    q.forget("a")
+    assert q.num_requeues("a") == 0
+
+
+def test_backoff_is_capped() -> None:
+    limiter = ratelimit.ExponentialBackoff(base=0.005, cap=2.0)
+    delays = [limiter.when("a") for _ in range(200)]
+    assert max(delays) == 2.0
+    assert delays == sorted(delays)
+
+
+def test_a_key_added_after_shutdown_is_ignored() -> None:
+    q, _ = make()
+    q.shutdown()
+    q.add("a")
+    q.add_after("b", 1)
+    assert len(q) == 0 and q.waiting == 0
+
+
+async def test_get_returns_none_once_shut_down() -> None:
+    q, _ = make()
+    getter = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.shutdown()
+    assert await asyncio.wait_for(getter, 2) is None
+
+
+async def test_get_waits_for_an_add() -> None:
+    q: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    getter = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    assert not getter.done()
+    q.add("a")
+    assert await asyncio.wait_for(getter, 2) == "a"
+
+
+async def test_get_wakes_up_when_a_delayed_key_becomes_ready() -> None:
+    q: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    q.add_after("a", 0.05)
+    assert await asyncio.wait_for(q.get(), 2) == "a"
+
+
+async def test_shutdown_with_drain_waits_for_keys_in_processing() -> None:
+    q, _ = make()
+    q.add("a")
+    assert q.try_get() == "a"
+    drained = asyncio.create_task(q.shutdown_with_drain())
+    await asyncio.sleep(0)
+    assert not drained.done()
+    q.done("a")
+    await asyncio.wait_for(drained, 2)
+    assert q.processing == frozenset()
+
+
+def test_token_bucket_spaces_retries_once_the_burst_is_spent() -> None:
+    c = clock.ManualClock()
+    bucket = ratelimit.TokenBucket(rate=10, burst=2, clock=c)
+    assert [bucket.when("a"), bucket.when("b")] == [0.0, 0.0]
+    assert bucket.when("c") == pytest.approx(0.1)
+    c.advance(1.0)
+    assert bucket.when("d") == 0.0
+
+
+def test_max_of_takes_the_largest_delay() -> None:
+    limiter = ratelimit.MaxOf(
+        ratelimit.ExponentialBackoff(base=1.0, cap=100), ratelimit.ExponentialBackoff(base=3.0, cap=100)
+    )
+    assert limiter.when("a") == 3.0
+    assert limiter.num_requeues("a") == 1
+    limiter.forget("a")
+    assert limiter.num_requeues("a") == 0
