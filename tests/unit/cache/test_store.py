@@ -1,0 +1,105 @@
+"""The indexed store: upserts, deletions, relists that report vanished objects, indexes, misses.
+
+Pure; bodies are plain dicts as the API server sends them.
+"""
+
+import pytest
+
+from sro import errors
+from sro.cache import indexes, projections, store
+from sro.model import views
+
+pytestmark = pytest.mark.unit
+
+
+def pod(name: str, node: str, *, rv: str = "1", owner: str = "gpu", ns: str = "ops") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "resourceVersion": rv,
+            "labels": {"sro.dev/owner": owner},
+        },
+        "spec": {"nodeName": node},
+    }
+
+
+def pods() -> store.Store[views.PodView]:
+    return store.Store(resource="pods", project=projections.pod, indexers=indexes.for_kind("v1", "Pod"))
+
+
+def test_an_upsert_reports_creation_then_change() -> None:
+    s = pods()
+    first = s.upsert(pod("a", "n1"))
+    assert first is not None and first.old is None and first.new is not None and first.new.node == "n1"
+    second = s.upsert(pod("a", "n2", rv="2"))
+    assert second is not None and second.old is not None and second.old.node == "n1"
+    assert s.get("a", namespace="ops").node == "n2"
+
+
+def test_an_upsert_of_a_version_already_stored_reports_nothing() -> None:
+    s = pods()
+    s.upsert(pod("a", "n1"))
+    assert s.upsert(pod("a", "n1")) is None
+
+
+def test_a_relist_reports_objects_that_vanished_as_deletions() -> None:
+    s = pods()
+    s.replace([pod("a", "n1"), pod("b", "n1")], "10")
+    changes = s.replace([pod("b", "n1"), pod("c", "n2")], "20")
+    deleted = [c.old.name for c in changes if c.new is None and c.old is not None]
+    added = [c.new.name for c in changes if c.old is None and c.new is not None]
+    assert deleted == ["a"] and added == ["c"]
+    assert s.keys() == {("ops", "b"), ("ops", "c")}
+    assert s.synced and s.resource_version == "20"
+
+
+def test_indexes_follow_changes_and_deletions() -> None:
+    s = pods()
+    s.upsert(pod("a", "n1"))
+    s.upsert(pod("b", "n1", owner="nic"))
+    assert [p.name for p in s.by_index(indexes.BY_NODE, "n1")] == ["a", "b"]
+    s.upsert(pod("a", "n2", rv="2"))
+    assert [p.name for p in s.by_index(indexes.BY_NODE, "n1")] == ["b"]
+    s.delete(pod("b", "n1"))
+    assert s.by_index(indexes.BY_NODE, "n1") == []
+    assert s.index_values(indexes.BY_OWNER) == ["gpu"]
+
+
+def test_a_miss_raises_the_same_not_found_as_the_api() -> None:
+    s = pods()
+    with pytest.raises(errors.NotFound):
+        s.get("nope", namespace="ops")
+    assert s.find("nope", namespace="ops") is None
+
+
+def test_deleting_an_unknown_object_reports_nothing() -> None:
+    assert pods().delete(pod("a", "n1")) is None
+
+
+def test_the_generic_projection_drops_managed_fields_and_reads_the_owner() -> None:
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": "d",
+            "namespace": "ops",
+            "generation": 3,
+            "labels": {"sro.dev/owner": "gpu"},
+            "managedFields": [{"manager": "sro"}],
+        },
+        "status": {"observedGeneration": 2, "numberReady": 1},
+    }
+    view = projections.ObjectView.from_body(body)
+    assert view.owner == "gpu" and view.generation == 3 and view.observed_generation == 2
+    assert "managedFields" not in view.body["metadata"]
+    assert view.status["numberReady"] == 1
+    assert "managedFields" in body["metadata"], "the input body must not be mutated"
+
+
+def test_nodes_are_cached_as_node_views() -> None:
+    s: store.Store[views.NodeView] = store.Store(resource="nodes", project=projections.for_kind("v1", "Node"))
+    s.upsert({"metadata": {"name": "n1", "labels": {"a": "b"}, "resourceVersion": "1"}})
+    assert s.get("n1").labels == {"a": "b"}
