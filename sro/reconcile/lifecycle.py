@@ -1,0 +1,301 @@
+"""Lifecycle decisions (contract section 6): node labels and taints, kernel changes, retries,
+what to delete, and tearing everything down.
+
+Node bookkeeping for SpecialResource ``<sr>``:
+
+* label ``<sr>.sro.dev/<state>: "ready"`` for each state complete on the node, and
+  ``<sr>.sro.dev/complete: "true"`` once all are; the render core makes later states'
+  workloads require these labels, so the labels are the gate of the walk;
+* annotation ``sro.dev/kernel.<sr>``: the kernel group (``KernelGroup.key``) the node was
+  walked with. When the node's group differs from it, the kernel changed: that pass clears
+  the node's state labels, deletes its per-node pods and records the new group, so the node
+  walks every state again from the first. (An annotation, not a label: a kernel group does
+  not fit a label value, and a state may be called ``kernel``.)
+* the SpecialResource's taints, put on every selected node.
+
+Every function here is pure; the engine executes the ``NodeChange``s and ``Deletion``s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+from sro import errors
+from sro.model import desired, views
+from sro.reconcile import observed as observed_
+from sro.reconcile import walk as walk_
+
+COMPLETE = "complete"
+READY_VALUE = "ready"
+COMPLETE_VALUE = "true"
+
+# Failed pods are recreated after 10 s, doubling per attempt, at most every 5 minutes.
+BACKOFF_BASE = timedelta(seconds=10)
+BACKOFF_MAX = timedelta(minutes=5)
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+# Apply order: what others need first. Deletion runs it backwards.
+_KIND_RANK = {
+    "Namespace": 0,
+    "CustomResourceDefinition": 1,
+    "PriorityClass": 2,
+    "ServiceAccount": 2,
+    "ClusterRole": 2,
+    "Role": 2,
+    "ClusterRoleBinding": 3,
+    "RoleBinding": 3,
+    "ConfigMap": 4,
+    "Secret": 4,
+    "Service": 4,
+}
+_WORKLOADS = frozenset({"DaemonSet", "Deployment", "StatefulSet", "Job", "Pod"})
+
+
+def kind_rank(kind: str) -> int:
+    """Namespace, CRDs, RBAC and accounts, config and services, other kinds, workloads."""
+    return _KIND_RANK.get(kind, 6 if kind in _WORKLOADS else 5)
+
+
+def label_prefix(sr_name: str) -> str:
+    return f"{sr_name}.sro.dev/"
+
+
+def kernel_annotation(sr_name: str) -> str:
+    return f"sro.dev/kernel.{sr_name}"
+
+
+def _check_key(key: str) -> str:
+    prefix, _, name = key.rpartition("/")
+    prefix_ok = len(prefix) <= 253 and all(
+        len(part) <= 63 and _DNS_LABEL.fullmatch(part) for part in prefix.split(".")
+    )
+    if not (prefix_ok and len(name) <= 63 and _LABEL_NAME.fullmatch(name)):
+        raise errors.RecipeInvalid(f"{key!r} is not a valid label key")
+    return key
+
+
+def state_label(sr_name: str, state: str) -> str:
+    """``<sr>.sro.dev/<state>``; ``RecipeInvalid`` when that is no valid label key."""
+    return _check_key(label_prefix(sr_name) + state)
+
+
+def complete_label(sr_name: str) -> str:
+    return _check_key(label_prefix(sr_name) + COMPLETE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeChange:
+    """What to change on one node. ``None`` values remove a label or annotation;
+    ``taints`` is the node's whole new taint list, or ``None`` to leave taints alone."""
+
+    node: str
+    labels: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    annotations: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    taints: tuple[views.Taint, ...] | None = None
+
+    def patch(self) -> dict[str, Any]:
+        """The JSON merge patch that makes the change."""
+        body: dict[str, Any] = {"metadata": {}}
+        if self.labels:
+            body["metadata"]["labels"] = dict(self.labels)
+        if self.annotations:
+            body["metadata"]["annotations"] = dict(self.annotations)
+        if self.taints is not None:
+            body["spec"] = {"taints": [t.to_body() for t in self.taints]}
+        return body
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class Deletion:
+    """Delete ``ref``, only if its uid is still ``uid`` (when known): a recreated object stays."""
+
+    ref: desired.ObjectRef
+    uid: str = ""
+    reason: str = field(default="", compare=False)
+
+
+def _diff(
+    current: Mapping[str, str], want: Mapping[str, str], *, owned: Iterable[str]
+) -> dict[str, str | None]:
+    change: dict[str, str | None] = {k: v for k, v in want.items() if current.get(k) != v}
+    change.update({k: None for k in owned if k not in want})
+    return change
+
+
+def _taints(
+    current: tuple[views.Taint, ...], sr_taints: tuple[views.Taint, ...], *, keep: bool
+) -> tuple[views.Taint, ...] | None:
+    mine = {(t.key, t.effect) for t in sr_taints}
+    others = tuple(t for t in current if (t.key, t.effect) not in mine)
+    new = (*others, *sr_taints) if keep else others
+    return None if set(new) == set(current) else new
+
+
+def kernel_resets(wanted: desired.DesiredState, seen: observed_.Observed) -> frozenset[str]:
+    """Selected nodes whose kernel group differs from the one they were walked with."""
+    key = kernel_annotation(wanted.sr_name)
+    resets = set()
+    for name in wanted.nodes:
+        node, group = seen.nodes.get(name), wanted.kernel_groups.get(name)
+        recorded = node.annotations.get(key, "") if node else ""
+        if group is not None and recorded and recorded != group.key:
+            resets.add(name)
+    return frozenset(resets)
+
+
+def node_changes(
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
+) -> tuple[NodeChange, ...]:
+    """Label, annotation and taint changes for selected and departed nodes, by node name."""
+    sr = wanted.sr_name
+    prefix, annotation = label_prefix(sr), kernel_annotation(sr)
+    changes: list[NodeChange] = []
+    for name in wanted.nodes:
+        node = seen.nodes.get(name) or views.NodeView(name=name)
+        want = {state_label(sr, s): READY_VALUE for s in walked.complete_states(name)}
+        if walked.all_complete(name):
+            want[complete_label(sr)] = COMPLETE_VALUE
+        labels = _diff(node.labels, want, owned=(k for k in node.labels if k.startswith(prefix)))
+        group = wanted.kernel_groups.get(name)
+        annotations = _diff(node.annotations, {annotation: group.key} if group else {}, owned=())
+        taints = _taints(node.taints, seen.taints, keep=True)
+        if labels or annotations or taints is not None:
+            changes.append(NodeChange(node=name, labels=labels, annotations=annotations, taints=taints))
+    changes.extend(strip_nodes(sr, seen.departed, taints=seen.taints))
+    return tuple(sorted(changes, key=lambda c: c.node))
+
+
+def strip_nodes(
+    sr_name: str, nodes: Iterable[views.NodeView], *, taints: tuple[views.Taint, ...]
+) -> tuple[NodeChange, ...]:
+    """Remove everything this SpecialResource put on these nodes (labels, annotation, taints)."""
+    prefix, annotation = label_prefix(sr_name), kernel_annotation(sr_name)
+    changes = []
+    for node in nodes:
+        labels = {k: None for k in node.labels if k.startswith(prefix)}
+        annotations = {annotation: None} if annotation in node.annotations else {}
+        new_taints = _taints(node.taints, taints, keep=False)
+        if labels or annotations or new_taints is not None:
+            changes.append(
+                NodeChange(node=node.name, labels=labels, annotations=annotations, taints=new_taints)
+            )
+    return tuple(changes)
+
+
+def backoff(attempts: int) -> timedelta:
+    """Delay before recreating a pod that failed ``attempts`` times (1 → 10 s, doubling)."""
+    return min(BACKOFF_BASE * 2 ** max(attempts - 1, 0), BACKOFF_MAX)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retries:
+    """Failed pods to recreate now, the bookkeeping to keep, and when to look again."""
+
+    delete: tuple[Deletion, ...]
+    records: Mapping[desired.ObjectRef, observed_.Retry]
+    wake_in: timedelta | None
+
+
+def retries(
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk, *, now: datetime
+) -> Retries:
+    """Recreate failed Pods with backoff; a Pod that succeeds forgets its failures."""
+    delete: list[Deletion] = []
+    records: dict[desired.ObjectRef, observed_.Retry] = {}
+    wake: list[timedelta] = []
+    for obj in wanted.objects:
+        if obj.kind != "Pod":
+            continue
+        ref, pod, record = obj.ref, seen.pod(obj.ref), seen.retries.get(obj.ref)
+        if pod is None or pod.phase != "Failed" or pod.deleting:
+            if record is not None and (pod is None or pod.phase != "Succeeded"):
+                records[ref] = record  # keep counting while the recreated pod runs
+            continue
+        if obj.node is not None and not walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
+            continue  # its state closed on that node: the pod is deleted as not open
+        if record is None or record.pod_uid != pod.uid:
+            attempts = (record.attempts if record else 0) + 1
+            record = observed_.Retry(pod_uid=pod.uid, failed_at=now, attempts=attempts)
+        records[ref] = record
+        due = record.failed_at + backoff(record.attempts)
+        if now >= due:
+            reason = f"recreating failed pod (attempt {record.attempts + 1})"
+            delete.append(Deletion(ref=ref, uid=pod.uid, reason=reason))
+        else:
+            wake.append(due - now)
+    return Retries(delete=tuple(delete), records=MappingProxyType(records), wake_in=min(wake, default=None))
+
+
+_PENDING = walk_.NodeState(phase=walk_.Phase.PENDING)
+
+
+def _controller_pod(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
+    if ref.kind != "Pod":
+        return False
+    pod = seen.pod(ref)
+    return pod is not None and pod.owner_kind in observed_.POD_CONTROLLERS
+
+
+def stale_objects(wanted: desired.DesiredState, seen: observed_.Observed) -> tuple[Deletion, ...]:
+    """Owned objects the cluster has that are not desired any more (not already going)."""
+    refs = {o.ref for o in wanted.objects}
+    return tuple(
+        Deletion(ref=ref, uid=live.uid, reason="no longer desired")
+        for ref, live in seen.objects.items()
+        if ref not in refs and not live.deleting and not _controller_pod(seen, ref)
+    )
+
+
+def closed_pods(
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
+) -> tuple[Deletion, ...]:
+    """Per-node pods of states not open on their node: they run again when it reopens."""
+    deletions = []
+    for obj in wanted.objects:
+        if obj.node is None or obj.kind != "Pod":
+            continue
+        pod = seen.pod(obj.ref)
+        if pod is None or pod.deleting or walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
+            continue
+        reason = f"{obj.state} is not open on {obj.node}: its pod runs again when it opens"
+        deletions.append(Deletion(ref=obj.ref, uid=pod.uid, reason=reason))
+    return tuple(deletions)
+
+
+def deletion_order(deletions: Iterable[Deletion]) -> tuple[Deletion, ...]:
+    """Workloads first, the namespace and CRDs last; one entry per object."""
+    unique = {d.ref: d for d in deletions}
+    return tuple(sorted(unique.values(), key=lambda d: (-kind_rank(d.ref.kind), d.ref)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Teardown:
+    """Removing a SpecialResource's footprint: ``done`` when nothing of it is left."""
+
+    delete: tuple[Deletion, ...]
+    node_changes: tuple[NodeChange, ...]
+    done: bool
+
+
+def teardown(*, sr_name: str, seen: observed_.Observed) -> Teardown:
+    """For ``Removed`` and for deletion: delete every owned object, strip every node.
+
+    The finalizer ``sro.dev/cleanup`` can go when ``done``: no owned object is left (not
+    even one being deleted) and no node carries anything of this SpecialResource.
+    """
+    delete = deletion_order(
+        Deletion(ref=ref, uid=live.uid, reason="removing everything sro made")
+        for ref, live in seen.objects.items()
+        if not live.deleting and not _controller_pod(seen, ref)
+    )
+    nodes = {n.name: n for n in (*seen.nodes.values(), *seen.departed)}
+    changes = strip_nodes(sr_name, sorted(nodes.values(), key=lambda n: n.name), taints=seen.taints)
+    left = [ref for ref in seen.objects if not _controller_pod(seen, ref)]
+    return Teardown(delete=delete, node_changes=changes, done=not left and not changes)

@@ -1,0 +1,165 @@
+"""What the engine read from its caches for one SpecialResource, as one immutable record.
+
+The planner is pure: it never reads a cache or the clock itself. The engine gathers this
+record each reconcile and hands it over with ``now``; everything the planner needs from the
+cluster is here, already projected to the few fields the readiness rules read
+(``LiveObject`` for owned objects, ``sro.model.views`` for Nodes and Pods).
+
+Two pieces are bookkeeping the planner itself produced last time and the engine keeps in
+memory between reconciles (losing them on a restart only restarts a backoff or a log fetch):
+
+* ``retries``: per-node pods that failed, how often and when (for the recreate backoff);
+* ``logs``: the last 4 KiB of each container log of pods the previous plan listed in
+  ``logs_needed``, keyed by pod uid, so a pod whose logs matched is not fetched again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+from sro.model import desired, views
+
+# The annotation the API server keeps on apps/v1 DaemonSets: the generation of the pod
+# template. DaemonSet pods carry it as their ``pod-template-generation`` label. It equals
+# ``metadata.generation`` unless a non-template spec field (update strategy, say) changed.
+DS_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+# Kinds whose pods are made by a controller: such pods are never owned objects themselves.
+POD_CONTROLLERS = frozenset({"DaemonSet", "ReplicaSet", "StatefulSet", "Job"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectCondition:
+    """One entry of an object's ``status.conditions``."""
+
+    status: str  # "True" | "False" | "Unknown"
+    reason: str = ""
+    message: str = ""
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveObject:
+    """An owned object as the cluster has it, reduced to what readiness rules read.
+
+    ``replicas`` is ``spec.replicas`` (1 when unset, as the API server defaults it);
+    ``template_generation`` is only meaningful for DaemonSets.
+    """
+
+    ref: desired.ObjectRef
+    uid: str = ""
+    generation: int = 0
+    observed_generation: int = 0
+    template_generation: int = 0
+    replicas: int = 1
+    available_replicas: int = 0
+    ready_replicas: int = 0
+    conditions: Mapping[str, ObjectCondition] = field(default_factory=lambda: MappingProxyType({}))
+    phase: str = ""  # Namespace status.phase
+    deleting: bool = False
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> LiveObject:
+        meta = body.get("metadata") or {}
+        spec = body.get("spec") or {}
+        status = body.get("status") or {}
+        generation = _int(meta.get("generation"))
+        annotations = meta.get("annotations") or {}
+        replicas = spec.get("replicas")
+        return cls(
+            ref=desired.ObjectRef.of(body),
+            uid=str(meta.get("uid", "")),
+            generation=generation,
+            observed_generation=_int(status.get("observedGeneration")),
+            template_generation=_int(annotations.get(DS_TEMPLATE_GENERATION), generation),
+            replicas=1 if replicas is None else _int(replicas, 1),
+            available_replicas=_int(status.get("availableReplicas")),
+            ready_replicas=_int(status.get("readyReplicas")),
+            conditions=MappingProxyType(
+                {
+                    str(c.get("type", "")): ObjectCondition(
+                        status=str(c.get("status", "")),
+                        reason=str(c.get("reason", "") or ""),
+                        message=str(c.get("message", "") or ""),
+                    )
+                    for c in status.get("conditions") or ()
+                }
+            ),
+            phase=str(status.get("phase", "") or ""),
+            deleting=bool(meta.get("deletionTimestamp")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retry:
+    """Bookkeeping for a per-node pod that failed: which pod, when we saw it fail, how often."""
+
+    pod_uid: str
+    failed_at: datetime
+    attempts: int
+
+
+_NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
+_NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
+_NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
+_NO_STATUS: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observed:
+    """Everything the planner reads about one SpecialResource's world.
+
+    ``nodes``: the selected nodes (the names in ``DesiredState.nodes``), with current labels.
+    ``departed``: nodes that carry this SpecialResource's labels, kernel annotation or taints
+    but are no longer selected. ``objects``: every object the operator made for it that the
+    cluster has, found by the ``sro.dev/owner`` label (never pods made by a controller).
+    ``pods``: the owned per-node pods and the pods of owned DaemonSets.
+    ``taints``: the SpecialResource's ``spec.taints`` (put on every selected node).
+    ``generation``: the SpecialResource's ``metadata.generation``.
+    """
+
+    generation: int
+    nodes: Mapping[str, views.NodeView]
+    departed: tuple[views.NodeView, ...] = ()
+    objects: Mapping[desired.ObjectRef, LiveObject] = field(default=_NO_OBJECTS)
+    pods: tuple[views.PodView, ...] = ()
+    logs: Mapping[str, Mapping[str, str]] = field(default=_NO_LOGS)
+    retries: Mapping[desired.ObjectRef, Retry] = field(default=_NO_RETRIES)
+    previous_status: Mapping[str, Any] = field(default=_NO_STATUS)
+    taints: tuple[views.Taint, ...] = ()
+    recipe_source: str = "built-in"  # built-in | directory | configmap
+
+    @cached_property
+    def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:
+        """Pods by (namespace, name): how per-node pods are found."""
+        return {(p.namespace, p.name): p for p in self.pods}
+
+    @cached_property
+    def pods_by_owner_node(self) -> Mapping[tuple[str, str, str], tuple[views.PodView, ...]]:
+        """Pods by (owner kind, owner name, node): how a DaemonSet's pod on a node is found."""
+        index: dict[tuple[str, str, str], list[views.PodView]] = {}
+        for pod in self.pods:
+            index.setdefault((pod.owner_kind, pod.owner_name, pod.node), []).append(pod)
+        return {key: tuple(pods) for key, pods in index.items()}
+
+    def daemonset_pods(self, ref: desired.ObjectRef, node: str) -> tuple[views.PodView, ...]:
+        """The pods of DaemonSet ``ref`` on ``node`` (the namespace must match too)."""
+        return tuple(
+            p
+            for p in self.pods_by_owner_node.get(("DaemonSet", ref.name, node), ())
+            if p.namespace == ref.namespace
+        )
+
+    def pod(self, ref: desired.ObjectRef) -> views.PodView | None:
+        return self.pods_by_name.get((ref.namespace, ref.name))

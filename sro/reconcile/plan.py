@@ -1,0 +1,145 @@
+"""The pure planner: what the cluster shows for one SpecialResource → what to do next.
+
+The engine calls this every reconcile with the rendered ``DesiredState`` and the
+``Observed`` record it read from its caches, executes the ``Plan`` and writes the status
+when ``status_changed`` says so. Nothing here does I/O or reads a clock.
+
+Public surface:
+
+* ``plan(wanted, seen, *, now) -> Plan`` — the managed, normal case (selected nodes may be
+  none). ``Plan`` holds:
+  ``apply``    desired objects to apply now, in dependency order (namespace, CRDs, RBAC and
+               accounts, config and services, other kinds, workloads): every object of a
+               state open on at least one node (or already in the cluster: it opened
+               before), per-node pods only where their state is open, never a failed pod
+               waiting for its retry;
+  ``delete``   ``lifecycle.Deletion``s: owned objects no longer desired, per-node pods of
+               states not open on their node (they re-run when it reopens), failed pods
+               whose backoff has passed — workloads first;
+  ``node_labels`` ``lifecycle.NodeChange``s: state labels, the ``complete`` label, the
+               kernel-group annotation and taints, for selected and departed nodes;
+  ``logs_needed`` pods whose log tails the engine must fetch into ``Observed.logs``;
+  ``requeue_after`` seconds until something time-based is due (a retry, a log poll), or
+               ``None``: watches wake the engine for everything else;
+  ``status``   the whole status body; ``events`` transition Events;
+  ``retries``  the retry bookkeeping to hand back in the next ``Observed``.
+* ``plan_teardown(*, sr_name, seen, generation, now)`` — ``managementState: Removed`` and
+  deletion: delete everything, strip every node; ``finalizer_removable`` once nothing is left.
+* Status builders for the other paths, in ``sro.status.summary``: ``status_for_error``,
+  ``status_for_management``, ``status_no_nodes``, ``status_changed``; Events in
+  ``sro.status.events``.
+
+Errors: a state graph with a cycle or an unknown ``after``, or a state name that makes no
+valid label key, raises ``sro.errors.RecipeInvalid`` (render validates these first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+from sro.model import desired
+from sro.reconcile import lifecycle, readiness
+from sro.reconcile import observed as observed_
+from sro.reconcile import walk as walk_
+from sro.status import events, summary
+
+# Log tails do not come with watch events: poll while a state waits for them.
+LOG_POLL = timedelta(seconds=10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """Everything one reconcile should do; see the module docstring for each field."""
+
+    apply: tuple[desired.DesiredObject, ...]
+    delete: tuple[lifecycle.Deletion, ...]
+    node_labels: tuple[lifecycle.NodeChange, ...]
+    status: Mapping[str, Any]
+    events: tuple[events.Event, ...] = ()
+    logs_needed: tuple[readiness.LogRequest, ...] = ()
+    requeue_after: float | None = None
+    retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
+    walk: walk_.Walk | None = None
+    finalizer_removable: bool = False
+
+
+def _to_apply(
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
+) -> tuple[desired.DesiredObject, ...]:
+    started = {o.state for o in wanted.objects if o.ref in seen.objects}
+    rank = {state: i for i, state in enumerate(walked.order)}
+    chosen = []
+    for obj in wanted.objects:
+        if obj.node is not None and obj.kind == "Pod":
+            if (
+                not walked.nodes.get(obj.node, {})
+                .get(obj.state, walk_.NodeState(phase=walk_.Phase.PENDING))
+                .open
+            ):
+                continue
+            pod = seen.pod(obj.ref)
+            if pod is not None and (pod.phase == "Failed" or pod.deleting):
+                continue  # recreated after its backoff, by deleting it first
+        elif not (walked.open_anywhere(obj.state) or obj.state in started):
+            continue
+        chosen.append(obj)
+    return tuple(sorted(chosen, key=lambda o: (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), o.ref)))
+
+
+def _seconds(delays: list[timedelta]) -> float | None:
+    return min(delays).total_seconds() if delays else None
+
+
+def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetime) -> Plan:
+    """Plan one reconcile of a managed SpecialResource."""
+    walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen))
+    stale = lifecycle.stale_objects(wanted, seen)
+    retry = lifecycle.retries(wanted, seen, walked, now=now)
+    delete = lifecycle.deletion_order((*stale, *lifecycle.closed_pods(wanted, seen, walked), *retry.delete))
+    delays = [d for d in (retry.wake_in, LOG_POLL if walked.logs_needed else None) if d is not None]
+    previous = seen.previous_status
+    if walked.nodes:
+        status = summary.status_from_walk(
+            wanted,
+            walked,
+            previous=previous,
+            generation=seen.generation,
+            recipe_source=seen.recipe_source,
+            now=now,
+        )
+    else:
+        status = summary.status_no_nodes(
+            previous, wanted=wanted, generation=seen.generation, recipe_source=seen.recipe_source, now=now
+        )
+    return Plan(
+        apply=_to_apply(wanted, seen, walked),
+        delete=delete,
+        node_labels=lifecycle.node_changes(wanted, seen, walked),
+        status=status,
+        events=events.transitions(previous, status, removed=[d.ref for d in stale]),
+        logs_needed=walked.logs_needed,
+        requeue_after=_seconds(delays),
+        retries=retry.records,
+        walk=walked,
+    )
+
+
+def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, now: datetime) -> Plan:
+    """Plan removing everything a SpecialResource made (``Removed``, or its deletion)."""
+    down = lifecycle.teardown(sr_name=sr_name, seen=seen)
+    remaining = len(seen.objects) + len(down.node_changes)
+    status = summary.status_for_management(
+        seen.previous_status, state="Removed", generation=generation, now=now, remaining=remaining
+    )
+    return Plan(
+        apply=(),
+        delete=down.delete,
+        node_labels=down.node_changes,
+        status=status,
+        events=events.transitions(seen.previous_status, status, removed=[d.ref for d in down.delete]),
+        finalizer_removable=down.done,
+    )

@@ -1,0 +1,207 @@
+"""Readiness rules per kind (contract section 5): is this object done, still going, or failed?
+
+One function per rule, each from plain values to a ``Verdict``; ``walk`` calls them per
+node. DaemonSet readiness reads the DaemonSet's pods, never ``DaemonSet.status``: that
+status lags by minutes on large clusters, and only the pod tells which node is done.
+
+Where it is silent, the contract is read this way (and tested so):
+
+* a DaemonSet pod counts when it is Ready, not being deleted, and labelled with the
+  DaemonSet's current template generation (its ``deprecated.daemonset.template.generation``
+  annotation, else ``metadata.generation``), so an ``OnDelete`` rollout is not done until
+  the old pod is replaced;
+* a pod waiting with ``ImagePullBackOff``, ``CrashLoopBackOff`` and the like is still
+  progressing, and the reason names it (``STUCK_REASONS``);
+* StatefulSet, like Deployment, only counts at its current generation
+  (``observedGeneration >= generation``): replicas of the previous template are not it;
+* ``wait-for-logs`` gates DaemonSets and Pods (whose pods sro can name); every fetched
+  container tail of each such pod must match.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sro.model import desired, views
+from sro.reconcile import observed as observed_
+
+# Waiting reasons that will not clear by themselves soon; named in the node's reason.
+STUCK_REASONS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+
+
+class Outcome(enum.Enum):
+    READY = "ready"
+    WAITING = "waiting"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class LogRequest:
+    """A pod whose container log tails (last 4 KiB each) the engine must fetch."""
+
+    namespace: str
+    name: str
+    uid: str
+    containers: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    outcome: Outcome
+    reason: str = ""
+    stuck: bool = False  # waiting on something that needs a human (a bad image, a crash loop)
+    logs_needed: tuple[LogRequest, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return self.outcome is Outcome.READY
+
+
+READY = Verdict(outcome=Outcome.READY)
+
+
+def waiting(reason: str, *, stuck: bool = False, logs_needed: tuple[LogRequest, ...] = ()) -> Verdict:
+    return Verdict(outcome=Outcome.WAITING, reason=reason, stuck=stuck, logs_needed=logs_needed)
+
+
+def failed(reason: str) -> Verdict:
+    return Verdict(outcome=Outcome.FAILED, reason=reason)
+
+
+def _stuck_reason(pod: views.PodView) -> str:
+    for container in pod.containers:
+        if container.waiting_reason in STUCK_REASONS:
+            return container.waiting_reason
+    return ""
+
+
+def failure_reason(pod: views.PodView) -> str:
+    """Why a pod failed, e.g. ``Error (exit code 1)``; the first failing container decides."""
+    for container in pod.containers:
+        if container.exit_code not in (None, 0):
+            return f"{container.terminated_reason or 'Error'} (exit code {container.exit_code})"
+    for container in pod.containers:
+        if container.terminated_reason:
+            return container.terminated_reason
+    return "Failed"
+
+
+def logs_verdict(
+    pattern: re.Pattern[str], pods: Sequence[views.PodView], logs: Mapping[str, Mapping[str, str]]
+) -> Verdict:
+    """Ready when every pod's fetched container tails all match; otherwise ask for them again."""
+    needed: list[LogRequest] = []
+    for pod in pods:
+        tails = logs.get(pod.uid)
+        if not tails or not all(pattern.search(tail) for tail in tails.values()):
+            needed.append(
+                LogRequest(
+                    namespace=pod.namespace,
+                    name=pod.name,
+                    uid=pod.uid,
+                    containers=tuple(c.name for c in pod.containers),
+                )
+            )
+    if not needed:
+        return READY
+    return waiting(
+        f"waiting for logs of pod {needed[0].name} to match {pattern.pattern!r}", logs_needed=tuple(needed)
+    )
+
+
+def daemonset_on_node(
+    obj: desired.DesiredObject,
+    live: observed_.LiveObject | None,
+    pods: Sequence[views.PodView],
+    *,
+    logs: Mapping[str, Mapping[str, str]],
+) -> Verdict:
+    """The DaemonSet's pod on this node is Ready, not deleting, of the current template.
+
+    With ``wait-for-logs``, the pod's log tails must match as well.
+    """
+    ref = obj.ref
+    if live is None:
+        return waiting(f"{ref.kind}/{ref.name} not created yet")
+    current = [p for p in pods if not p.deleting and p.template_generation == str(live.template_generation)]
+    if not current:
+        if any(not p.deleting for p in pods):
+            return waiting(f"pod of {ref.kind}/{ref.name} is of an old template generation")
+        return waiting(f"waiting for a pod of {ref.kind}/{ref.name}")
+    pod = current[0]
+    if not pod.ready:
+        stuck = _stuck_reason(pod)
+        if stuck:
+            return waiting(f"{stuck} (pod {pod.name})", stuck=True)
+        return waiting(f"pod {pod.name} not ready")
+    return logs_verdict(obj.wait_for_logs, [pod], logs) if obj.wait_for_logs else READY
+
+
+def pod_verdict(
+    obj: desired.DesiredObject, pod: views.PodView | None, *, logs: Mapping[str, Mapping[str, str]]
+) -> Verdict:
+    """A Pod is done when it Succeeded; Failed fails the state (the engine retries it)."""
+    if pod is None:
+        return waiting(f"pod {obj.ref.name} not created yet")
+    if pod.deleting:
+        return waiting(f"pod {pod.name} is being deleted")
+    if pod.phase == "Succeeded":
+        return logs_verdict(obj.wait_for_logs, [pod], logs) if obj.wait_for_logs else READY
+    if pod.phase == "Failed":
+        return failed(failure_reason(pod))
+    stuck = _stuck_reason(pod)
+    if stuck:
+        return waiting(f"{stuck} (pod {pod.name})", stuck=True)
+    return waiting(f"pod {pod.name} is {pod.phase}")
+
+
+def _condition_true(live: observed_.LiveObject, kind: str) -> bool:
+    condition = live.conditions.get(kind)
+    return condition is not None and condition.status == "True"
+
+
+def cluster_object(obj: desired.DesiredObject, live: observed_.LiveObject | None) -> Verdict:
+    """Readiness of an object that is not placed per node (Pods are ``pod_verdict``'s)."""
+    ref = obj.ref
+    if live is None:
+        return waiting(f"{ref} not created yet")
+    kind = ref.kind
+    if kind == "Job":
+        if _condition_true(live, "Failed"):
+            condition = live.conditions["Failed"]
+            return failed(f"Job {ref.name} failed: {condition.reason or condition.message or 'Failed'}")
+        return READY if _condition_true(live, "Complete") else waiting(f"Job {ref.name} not complete")
+    if kind == "Deployment":
+        if live.observed_generation < live.generation:
+            return waiting(f"Deployment {ref.name} not rolled out to generation {live.generation}")
+        if live.available_replicas != live.replicas:
+            return waiting(f"Deployment {ref.name} {live.available_replicas}/{live.replicas} available")
+        return READY
+    if kind == "StatefulSet":
+        if live.observed_generation < live.generation:
+            return waiting(f"StatefulSet {ref.name} not rolled out to generation {live.generation}")
+        if live.ready_replicas != live.replicas:
+            return waiting(f"StatefulSet {ref.name} {live.ready_replicas}/{live.replicas} ready")
+        return READY
+    if kind == "CustomResourceDefinition":
+        return READY if _condition_true(live, "Established") else waiting(f"CRD {ref.name} not established")
+    if kind == "Namespace":
+        return (
+            READY
+            if live.phase == "Active"
+            else waiting(f"Namespace {ref.name} is {live.phase or 'not active'}")
+        )
+    return READY

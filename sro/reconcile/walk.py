@@ -1,0 +1,172 @@
+"""Per-node state walking: where each selected node stands in each state of the recipe.
+
+Each node walks the state graph on its own (contract section 5). A state is *Pending* on a
+node while one of its ``after`` states is not complete there; otherwise it is *open* there
+and is *Complete*, *Progressing* or *Failed* by the readiness of the objects that concern
+the node: its per-node workloads (the DaemonSets placed on it — for kernel-affine copies,
+the copy of the node's kernel group — and its own per-node pods) and the state's
+cluster-wide objects. A state with no objects is complete as soon as it opens. Since every
+phase is recomputed from what the cluster shows, a state that stops being complete makes
+every later state Pending on that node again, which is what resets them.
+
+Objects with ``wait: false`` never gate. Nodes in ``reset`` (a kernel change, see
+``lifecycle``) have every state Pending for this pass: they start over.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sro import errors
+from sro.model import desired
+from sro.reconcile import observed as observed_
+from sro.reconcile import readiness
+
+
+class Phase(enum.StrEnum):
+    PENDING = "Pending"
+    PROGRESSING = "Progressing"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeState:
+    """One state on one node."""
+
+    phase: Phase
+    reason: str = ""
+    stuck: bool = False  # progressing, but on something that needs a human
+
+    @property
+    def open(self) -> bool:
+        return self.phase is not Phase.PENDING
+
+
+@dataclass(frozen=True, kw_only=True)
+class Walk:
+    """The phase of every state on every selected node, and the logs needed to decide."""
+
+    order: tuple[str, ...]  # states, dependencies first, recipe order among equals
+    nodes: Mapping[str, Mapping[str, NodeState]]  # node -> state -> NodeState
+    logs_needed: tuple[readiness.LogRequest, ...] = ()
+
+    def open_anywhere(self, state: str) -> bool:
+        return any(states[state].open for states in self.nodes.values())
+
+    def complete_states(self, node: str) -> tuple[str, ...]:
+        states = self.nodes[node]
+        return tuple(s for s in self.order if states[s].phase is Phase.COMPLETE)
+
+    def all_complete(self, node: str) -> bool:
+        return all(ns.phase is Phase.COMPLETE for ns in self.nodes[node].values())
+
+
+RESET_REASON = "kernel changed: the node walks the states again"
+
+
+def topological_order(states: Sequence[desired.StateSpec]) -> tuple[str, ...]:
+    """States with every ``after`` first; among ready ones, recipe order wins (stable)."""
+    names = [s.name for s in states]
+    known = set(names)
+    for spec in states:
+        for before in spec.after:
+            if before not in known:
+                raise errors.RecipeInvalid(f"state {spec.name} comes after unknown state {before}")
+    done: list[str] = []
+    placed: set[str] = set()
+    remaining = list(states)
+    while remaining:
+        for spec in remaining:
+            if all(a in placed for a in spec.after):
+                done.append(spec.name)
+                placed.add(spec.name)
+                remaining.remove(spec)
+                break
+        else:
+            cycle = ", ".join(s.name for s in remaining)
+            raise errors.RecipeInvalid(f"the states' after edges form a cycle among: {cycle}")
+    return tuple(done)
+
+
+def is_per_node(obj: desired.DesiredObject) -> bool:
+    """DaemonSets and per-node pods are judged per node; everything else cluster-wide."""
+    return obj.kind == "DaemonSet" or obj.node is not None
+
+
+def concerns_node(obj: desired.DesiredObject, *, node: str, group: desired.KernelGroup | None) -> bool:
+    """Whether a per-node object runs on ``node`` (whose kernel group is ``group``)."""
+    if obj.node is not None:
+        return obj.node == node
+    return obj.kernel_group is None or obj.kernel_group == group
+
+
+def _combine(verdicts: Sequence[readiness.Verdict]) -> NodeState:
+    failures = [v for v in verdicts if v.outcome is readiness.Outcome.FAILED]
+    if failures:
+        return NodeState(phase=Phase.FAILED, reason=failures[0].reason)
+    waits = [v for v in verdicts if v.outcome is readiness.Outcome.WAITING]
+    if not waits:
+        return NodeState(phase=Phase.COMPLETE)
+    first = next((v for v in waits if v.stuck), waits[0])
+    return NodeState(phase=Phase.PROGRESSING, reason=first.reason, stuck=first.stuck)
+
+
+class _Judge:
+    """Verdicts of one state's objects, cluster-wide ones computed once per state."""
+
+    def __init__(self, wanted: desired.DesiredState, seen: observed_.Observed) -> None:
+        self._wanted = wanted
+        self._seen = seen
+        self._objects = {s.name: [o for o in wanted.objects_of(s.name) if o.wait] for s in wanted.states}
+        self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
+
+    def _one(self, obj: desired.DesiredObject, node: str) -> readiness.Verdict:
+        seen = self._seen
+        live = seen.objects.get(obj.ref)
+        if obj.kind == "DaemonSet":
+            return readiness.daemonset_on_node(obj, live, seen.daemonset_pods(obj.ref, node), logs=seen.logs)
+        if obj.kind == "Pod":
+            return readiness.pod_verdict(obj, seen.pod(obj.ref), logs=seen.logs)
+        return readiness.cluster_object(obj, live)
+
+    def cluster(self, state: str) -> tuple[readiness.Verdict, ...]:
+        if state not in self._cluster:
+            self._cluster[state] = tuple(self._one(o, "") for o in self._objects[state] if not is_per_node(o))
+        return self._cluster[state]
+
+    def on_node(self, state: str, node: str) -> tuple[readiness.Verdict, ...]:
+        group = self._wanted.kernel_groups.get(node)
+        mine = [
+            o for o in self._objects[state] if is_per_node(o) and concerns_node(o, node=node, group=group)
+        ]
+        return (*self.cluster(state), *(self._one(o, node) for o in mine))
+
+
+def walk(
+    wanted: desired.DesiredState, seen: observed_.Observed, *, reset: frozenset[str] = frozenset()
+) -> Walk:
+    """Walk every selected node through the states; see the module docstring."""
+    order = topological_order(wanted.states)
+    after = {s.name: s.after for s in wanted.states}
+    judge = _Judge(wanted, seen)
+    logs: set[readiness.LogRequest] = set()
+    nodes: dict[str, dict[str, NodeState]] = {}
+    for node in wanted.nodes:
+        states: dict[str, NodeState] = {}
+        for state in order:
+            if node in reset:
+                states[state] = NodeState(phase=Phase.PENDING, reason=RESET_REASON)
+                continue
+            blocked = [a for a in after[state] if states[a].phase is not Phase.COMPLETE]
+            if blocked:
+                states[state] = NodeState(phase=Phase.PENDING, reason=f"waiting for {blocked[0]}")
+                continue
+            verdicts = judge.on_node(state, node)
+            for verdict in verdicts:
+                logs.update(verdict.logs_needed)
+            states[state] = _combine(verdicts)
+        nodes[node] = states
+    return Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)))

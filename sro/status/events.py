@@ -1,0 +1,128 @@
+"""Events on the SpecialResource, one per transition and never one per reconcile.
+
+Every Event but one is found by comparing the previous status with the new one, so
+recomputing the status from an unchanged world — or an operator restart, which reads the
+status back from the object — produces none. The exception, ``ObjectsRemoved``, reports
+deletions the plan makes; an object already being deleted is not planned again, so it is
+reported once too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sro.model import desired
+from sro.status import conditions
+
+STATE_COMPLETED = "StateCompleted"
+STATE_FAILED = "StateFailed"
+KERNEL_GROUP_ADDED = "KernelGroupAdded"
+KERNEL_GROUP_REMOVED = "KernelGroupRemoved"
+CONFLICT_FOUND = "ConflictFound"
+OBJECTS_REMOVED = "ObjectsRemoved"
+
+_LISTED_MAX = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """An Event to post about the SpecialResource (the engine fills in the object and time)."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+def _rows(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {str(r.get("name", "")): r for r in status.get("states") or ()}
+
+
+def _failing(row: Mapping[str, Any] | None) -> dict[str, str]:
+    return {str(f.get("node", "")): str(f.get("reason", "")) for f in (row or {}).get("failingNodes") or ()}
+
+
+def _kernels(status: Mapping[str, Any]) -> dict[tuple[str, str], int]:
+    return {
+        (str(r.get("kernel", "")), str(r.get("os", ""))): int(r.get("nodes", 0))
+        for r in status.get("kernels") or ()
+    }
+
+
+def _degraded_reason(status: Mapping[str, Any]) -> str:
+    found = conditions.find(status.get("conditions") or (), conditions.DEGRADED)
+    return str(found.get("reason", "")) if found and found.get("status") == "True" else ""
+
+
+def _listing(refs: Sequence[desired.ObjectRef]) -> str:
+    shown = ", ".join(str(r) for r in refs[:_LISTED_MAX])
+    more = len(refs) - _LISTED_MAX
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def state_events(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[Event]:
+    """A state completed on every node; a state failed on a node (named, first 10)."""
+    events = []
+    before = _rows(previous)
+    for name, row in _rows(current).items():
+        old = before.get(name)
+        total = (row.get("nodes") or {}).get("total", 0)
+        if row.get("phase") == "Complete" and (old is None or old.get("phase") != "Complete"):
+            events.append(
+                Event(type="Normal", reason=STATE_COMPLETED, message=f"{name} is complete on {total} nodes")
+            )
+        was = _failing(old)
+        for node, reason in _failing(row).items():
+            if node not in was:
+                events.append(
+                    Event(type="Warning", reason=STATE_FAILED, message=f"{name} failed on {node}: {reason}")
+                )
+    return events
+
+
+def kernel_events(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[Event]:
+    """Kernel groups that appeared or disappeared among the selected nodes."""
+    if "kernels" not in previous:
+        return []
+    before, after = _kernels(previous), _kernels(current)
+    events = [
+        Event(
+            type="Normal",
+            reason=KERNEL_GROUP_ADDED,
+            message=f"kernel {kernel} on {os} added: {after[(kernel, os)]} nodes",
+        )
+        for kernel, os in sorted(after.keys() - before.keys())
+    ]
+    events += [
+        Event(
+            type="Normal",
+            reason=KERNEL_GROUP_REMOVED,
+            message=f"kernel {kernel} on {os} removed: no selected node runs it; its objects are deleted",
+        )
+        for kernel, os in sorted(before.keys() - after.keys())
+    ]
+    return events
+
+
+def transitions(
+    previous: Mapping[str, Any], current: Mapping[str, Any], *, removed: Sequence[desired.ObjectRef] = ()
+) -> tuple[Event, ...]:
+    """Every Event the change from ``previous`` to ``current`` status calls for, and one for
+    the objects ``removed`` because they are no longer desired."""
+    events = [*state_events(previous, current), *kernel_events(previous, current)]
+    conflict = "ConflictingNodeSelector"
+    if _degraded_reason(current) == conflict and _degraded_reason(previous) != conflict:
+        found = conditions.find(current.get("conditions") or (), conditions.DEGRADED) or {}
+        events.append(Event(type="Warning", reason=CONFLICT_FOUND, message=str(found.get("message", ""))))
+    if removed:
+        refs = sorted(removed)
+        noun = "object" if len(refs) == 1 else "objects"
+        events.append(
+            Event(
+                type="Normal",
+                reason=OBJECTS_REMOVED,
+                message=f"deleted {len(refs)} {noun}: {_listing(refs)}",
+            )
+        )
+    return tuple(events)

@@ -1,0 +1,264 @@
+"""The SpecialResource status body (contract section 1), built from a walk or for an error.
+
+Every builder returns the whole ``status`` as plain JSON-ready values, deterministic for a
+given input, so ``status_changed`` can tell the writer to skip a write that would change
+nothing. The phase word (``Ready``, ``Progressing``, ``Degraded``, ``NoNodes``, ``Unmanaged``,
+``Removed``) leads the one-line ``state`` and is repeated in ``phase`` for the STATE
+printer column; ``ready`` is ``complete/selected`` for the READY column.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from sro.model import desired
+from sro.reconcile import walk as walk_
+from sro.status import conditions
+
+FAILING_NODES_MAX = 10
+_KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _body(
+    *,
+    generation: int,
+    phase: str,
+    line: str,
+    ready: str,
+    wanted: Sequence[conditions.Condition],
+    previous: Mapping[str, Any],
+    now: datetime,
+    rest: Mapping[str, Any],
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "observedGeneration": generation,
+        "state": f"{phase}: {line}",
+        "phase": phase,
+        "ready": ready,
+        "conditions": conditions.merge(
+            previous.get("conditions") or (), wanted, generation=generation, now=now
+        ),
+    }
+    body.update(rest)
+    return body
+
+
+def kernel_rows(wanted: desired.DesiredState) -> list[dict[str, Any]]:
+    """One row per kernel group among the selected nodes, sorted by kernel then OS."""
+    counts = Counter(
+        (group.kernel, group.os.tag)
+        for node, group in wanted.kernel_groups.items()
+        if node in set(wanted.nodes)
+    )
+    return [{"kernel": k, "os": o, "nodes": n} for (k, o), n in sorted(counts.items())]
+
+
+def _state_row(state: str, walked: walk_.Walk) -> dict[str, Any]:
+    on_nodes = sorted((node, states[state]) for node, states in walked.nodes.items())
+    phases = Counter(ns.phase for _, ns in on_nodes)
+    failing = [(n, ns) for n, ns in on_nodes if ns.phase is walk_.Phase.FAILED]
+    total, complete = len(on_nodes), phases[walk_.Phase.COMPLETE]
+    if failing:
+        phase = walk_.Phase.FAILED
+    elif complete == total:
+        phase = walk_.Phase.COMPLETE
+    elif phases[walk_.Phase.PROGRESSING] or complete:
+        phase = walk_.Phase.PROGRESSING
+    else:
+        phase = walk_.Phase.PENDING
+    message = ""
+    if failing:
+        message = f"failed on {_plural(len(failing), 'node')}"
+    elif phase is not walk_.Phase.COMPLETE:
+        waiting = [(n, ns) for n, ns in on_nodes if ns.phase is not walk_.Phase.COMPLETE]
+        node, first = next(((n, ns) for n, ns in waiting if ns.stuck), waiting[0])
+        more = f" (and {_plural(len(waiting) - 1, 'more node')})" if len(waiting) > 1 else ""
+        message = f"{node}: {first.reason}{more}"
+    return {
+        "name": state,
+        "phase": str(phase),
+        "nodes": {"complete": complete, "total": total},
+        "message": message,
+        "failingNodes": [{"node": n, "reason": ns.reason} for n, ns in failing[:FAILING_NODES_MAX]],
+    }
+
+
+def status_from_walk(
+    wanted: desired.DesiredState,
+    walked: walk_.Walk,
+    *,
+    previous: Mapping[str, Any],
+    generation: int,
+    recipe_source: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """The status of a SpecialResource whose nodes were walked (at least one node)."""
+    rows = [_state_row(state, walked) for state in walked.order]
+    selected = len(walked.nodes)
+    complete = sum(1 for node in walked.nodes if walked.all_complete(node))
+    failed = sorted(
+        (node, state, ns.reason)
+        for node, states in walked.nodes.items()
+        for state, ns in states.items()
+        if ns.phase is walk_.Phase.FAILED
+    )
+    progressing = any(ns.phase is walk_.Phase.PROGRESSING for s in walked.nodes.values() for ns in s.values())
+    if failed:
+        nodes = sorted({node for node, _, _ in failed})
+        node, state, reason = failed[0]
+        more = f", and {_plural(len(nodes) - 1, 'more node')}" if len(nodes) > 1 else ""
+        phase, line = "Degraded", f"StateFailed on {_plural(len(nodes), 'node')} ({node}: {reason}{more})"
+        detail = f"{state} failed on {node}: {reason}{more}"
+        ready = (False, conditions.STATE_FAILED, detail)
+        degraded = (True, conditions.STATE_FAILED, detail)
+    elif complete == selected:
+        phase, line = "Ready", f"{complete}/{_plural(selected, 'node')}"
+        ready = (True, conditions.ALL_STATES_COMPLETE, f"every state is complete on {line}")
+        degraded = (False, conditions.AS_EXPECTED, "")
+    else:
+        row = next(r for r in rows if r["phase"] != str(walk_.Phase.COMPLETE))
+        phase, line = "Progressing", f"{row['name']} {row['nodes']['complete']}/{_plural(selected, 'node')}"
+        ready = (False, conditions.STATE_PROGRESSING, f"{complete}/{selected} nodes complete; {line}")
+        degraded = (False, conditions.AS_EXPECTED, "")
+    if progressing:
+        moving = (True, conditions.STATE_PROGRESSING, f"{complete}/{selected} nodes complete")
+    else:
+        moving = (False, ready[1], "")
+    return _body(
+        generation=generation,
+        phase=phase,
+        line=line,
+        ready=f"{complete}/{selected}",
+        wanted=conditions.triple(ready=ready, progressing=moving, degraded=degraded),
+        previous=previous,
+        now=now,
+        rest={
+            "recipe": {"name": wanted.recipe, "source": recipe_source},
+            "nodes": {"selected": selected, "complete": complete},
+            "kernels": kernel_rows(wanted),
+            "states": rows,
+        },
+    )
+
+
+def status_no_nodes(
+    previous: Mapping[str, Any],
+    *,
+    wanted: desired.DesiredState,
+    generation: int,
+    recipe_source: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """No node matches the selector: nothing to do, and Ready says why."""
+    message = "no node matches the node selector"
+    return _body(
+        generation=generation,
+        phase="NoNodes",
+        line=message,
+        ready="0/0",
+        wanted=conditions.triple(
+            ready=(False, conditions.NO_MATCHING_NODES, message),
+            progressing=(False, conditions.NO_MATCHING_NODES, ""),
+            degraded=(False, conditions.AS_EXPECTED, ""),
+        ),
+        previous=previous,
+        now=now,
+        rest={
+            "recipe": {"name": wanted.recipe, "source": recipe_source},
+            "nodes": {"selected": 0, "complete": 0},
+            "kernels": [],
+            "states": [
+                {
+                    "name": s,
+                    "phase": str(walk_.Phase.PENDING),
+                    "nodes": {"complete": 0, "total": 0},
+                    "message": "",
+                    "failingNodes": [],
+                }
+                for s in walk_.topological_order(wanted.states)
+            ],
+        },
+    )
+
+
+def status_for_error(
+    previous: Mapping[str, Any], *, reason: str, message: str, generation: int, now: datetime
+) -> dict[str, Any]:
+    """Degraded with ``reason`` (one of ``conditions.ERROR_REASONS``); Ready False with it.
+
+    The rows of the previous status (recipe, nodes, kernels, states) are kept: they still
+    describe what is on the nodes.
+    """
+    if reason not in conditions.ERROR_REASONS:
+        raise ValueError(f"{reason!r} is not a Degraded reason")
+    text = _one_line(message)
+    kept = previous.get("ready", "0/0")
+    return _body(
+        generation=generation,
+        phase="Degraded",
+        line=f"{reason}: {text}",
+        ready=str(kept),
+        wanted=conditions.triple(
+            ready=(False, reason, text), progressing=(False, reason, ""), degraded=(True, reason, text)
+        ),
+        previous=previous,
+        now=now,
+        rest={k: previous[k] for k in _KEEP_ON_ERROR if k in previous},
+    )
+
+
+def status_for_management(
+    previous: Mapping[str, Any],
+    *,
+    state: Literal["Unmanaged", "Removed"],
+    generation: int,
+    now: datetime,
+    remaining: int = 0,
+) -> dict[str, Any]:
+    """``managementState`` Unmanaged (rows kept, nothing changes) or Removed (``remaining``
+    objects and nodes still to clean up; rows dropped)."""
+    if state == "Unmanaged":
+        line = "sro changes nothing for this SpecialResource"
+        rest = {k: previous[k] for k in _KEEP_ON_ERROR if k in previous}
+        ready = str(previous.get("ready", "0/0"))
+    else:
+        line = f"removing {_plural(remaining, 'item')}" if remaining else "everything sro made is deleted"
+        rest = {"nodes": {"selected": 0, "complete": 0}, "kernels": [], "states": []}
+        if "recipe" in previous:
+            rest = {"recipe": previous["recipe"], **rest}
+        ready = "0/0"
+    return _body(
+        generation=generation,
+        phase=state,
+        line=line,
+        ready=ready,
+        wanted=conditions.triple(
+            ready=(False, state, line),
+            progressing=(False, state, ""),
+            degraded=(False, conditions.AS_EXPECTED, ""),
+        ),
+        previous=previous,
+        now=now,
+        rest=rest,
+    )
+
+
+def _canonical(status: Mapping[str, Any]) -> str:
+    return json.dumps(status, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
+    """Whether writing ``new`` over ``old`` changes anything; only key order is ignored."""
+    return _canonical(old or {}) != _canonical(new)
