@@ -1,2 +1,1 @@
-"""Logs, metrics and health endpoints: beside the data path, never inside it.
-"""
+"""Logs, metrics and health endpoints: beside the data path, never inside it."""

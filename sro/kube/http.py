@@ -1,0 +1,211 @@
+"""Raw JSON requests and watch streams over kubernetes-asyncio's authenticated session.
+
+No generated models on the hot path: bodies are dicts. Every request has a connect
+and a read timeout; every stream a read timeout (``sock_read``), because a
+half-open TCP connection otherwise hangs forever. Transient failures (no answer,
+429 with its Retry-After, 5xx) are retried with jittered exponential backoff;
+semantic 4xx answers (404, 409, 422...) are raised at once as typed errors, since
+only the caller knows what to do about them (a 409 is retried from fresh state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import aiohttp
+import structlog
+import tenacity
+from kubernetes_asyncio.client import ApiClient
+
+from sro import errors
+from sro import settings as settings_
+from sro.kube import config as kconfig
+from sro.kube import errors as kerrors
+
+log = structlog.get_logger(__name__)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+# Longest error body read into memory; the message keeps far less (sro.kube.errors).
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+class ApiMetrics(Protocol):
+    def api_request(self, *, verb: str, resource: str, code: str) -> None: ...
+
+
+class _NoMetrics:
+    def api_request(self, *, verb: str, resource: str, code: str) -> None:
+        return None
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, errors.TransportError | errors.TooManyRequests | errors.ServerError)
+
+
+class Api:
+    """One authenticated connection pool to the API server.
+
+    Open with ``await Api.connect(settings)``; close with ``await api.close()`` (or use
+    it as an async context manager) so aiohttp leaves no unclosed session behind.
+    """
+
+    def __init__(
+        self, *, cfg: Any, settings: settings_.ApiSettings, metrics: ApiMetrics | None = None
+    ) -> None:
+        self.settings = settings
+        self.metrics: ApiMetrics = metrics or _NoMetrics()
+        self._cfg = cfg
+        self._client = ApiClient(cfg)
+        self._session: aiohttp.ClientSession = self._client.rest_client.pool_manager
+        self._server_hostname: str | None = self._client.rest_client.server_hostname
+        self.host = str(cfg.host).rstrip("/")
+
+    @classmethod
+    async def connect(cls, settings: settings_.ApiSettings, *, metrics: ApiMetrics | None = None) -> Api:
+        return cls(cfg=await kconfig.load(settings), settings=settings, metrics=metrics)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> Api:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON}
+        if content_type:
+            headers["Content-Type"] = content_type
+        token = await kconfig.bearer_token(self._cfg)
+        if token:
+            headers["Authorization"] = token
+        return headers
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, errors.ApiError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.settings.retry_cap * 3)
+        backoff = tenacity.wait_random_exponential(
+            multiplier=self.settings.retry_initial, max=self.settings.retry_cap
+        )
+        return float(backoff(state))
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        resource: str = "",
+        retry: bool = True,
+    ) -> dict[str, Any]:
+        """Send one request and return the JSON answer; typed errors for error answers."""
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.settings.retries if retry else 1),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception(_retryable),
+            reraise=True,
+            before_sleep=lambda s: log.info(
+                "retrying request",
+                method=method,
+                path=path,
+                attempt=s.attempt_number,
+                error=str(s.outcome.exception()) if s.outcome else "",
+            ),
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._once(
+                    method, path, params=params, body=body, content_type=content_type, resource=resource
+                )
+        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+    async def _once(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None,
+        body: Any,
+        content_type: str | None,
+        resource: str,
+    ) -> dict[str, Any]:
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            content_type = content_type or JSON
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.settings.connect_timeout, sock_read=self.settings.request_timeout
+        )
+        verb = method.lower()
+        try:
+            async with self._session.request(
+                method,
+                self.host + path,
+                params=params,
+                data=data,
+                headers=await self._headers(content_type),
+                timeout=timeout,
+                server_hostname=self._server_hostname,
+            ) as resp:
+                self.metrics.api_request(verb=verb, resource=resource, code=str(resp.status))
+                if resp.status >= 400:
+                    raw = await resp.content.read(_ERROR_BODY_LIMIT)
+                    raise kerrors.from_response(resp.status, raw, retry_after=resp.headers.get("Retry-After"))
+                answer = await resp.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            self.metrics.api_request(verb=verb, resource=resource, code="error")
+            raise errors.TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        if not answer:
+            return {}
+        parsed = json.loads(answer)
+        return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    @asynccontextmanager
+    async def stream(
+        self, path: str, *, params: Mapping[str, str], read_timeout: float, resource: str = ""
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """Open a streaming GET (a watch) and yield its lines; the stream closes on exit."""
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.settings.connect_timeout, sock_read=read_timeout
+        )
+        try:
+            resp = await self._session.get(
+                self.host + path,
+                params=params,
+                headers=await self._headers(None),
+                timeout=timeout,
+                server_hostname=self._server_hostname,
+            )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            self.metrics.api_request(verb="watch", resource=resource, code="error")
+            raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+        self.metrics.api_request(verb="watch", resource=resource, code=str(resp.status))
+        try:
+            if resp.status >= 400:
+                raw = await resp.content.read(_ERROR_BODY_LIMIT)
+                raise kerrors.from_response(resp.status, raw, retry_after=resp.headers.get("Retry-After"))
+            yield _lines(resp, path)
+        finally:
+            resp.release()
+            resp.close()
+
+
+async def _lines(resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[bytes]:
+    try:
+        async for line in resp.content:
+            yield line
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+    except asyncio.IncompleteReadError as exc:
+        raise errors.TransportError(f"watch {path}: stream cut") from exc

@@ -1,0 +1,124 @@
+"""Prometheus metrics of the runtime, in a registry of their own.
+
+A dedicated ``CollectorRegistry`` (not the process-global one) lets several managers
+live in one test process and lets tests read exact values. ``Metrics`` implements the
+small metrics protocols of the queue, the API client, the reflector and the
+controller, so none of those imports prometheus. Label values from a finite set are
+created at zero up front, so a rate over them exists before the first event.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
+WATCH_RESTART_REASONS = ("closed", "error", "inactive", "expired")
+RELIST_REASONS = ("initial", "expired", "expired_again")
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.reconcile_total = Counter("sro_reconcile", "Reconciles by result", ["result"], registry=r)
+        self.reconcile_duration = Histogram(
+            "sro_reconcile_duration_seconds",
+            "Time per reconcile",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+            registry=r,
+        )
+        self.workqueue_depth = Gauge("sro_workqueue_depth", "Keys waiting in the work queue", registry=r)
+        self.workqueue_adds = Counter("sro_workqueue_adds", "Adds to the work queue", registry=r)
+        self.workqueue_retries = Counter("sro_workqueue_retries", "Rate-limited re-adds", registry=r)
+        self.workqueue_latency = Histogram(
+            "sro_workqueue_latency_seconds",
+            "Time a key waited in the queue before a worker took it",
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60),
+            registry=r,
+        )
+        self.watch_restarts = Counter(
+            "sro_watch_restarts", "Watch streams restarted", ["resource", "reason"], registry=r
+        )
+        self.watch_relists = Counter(
+            "sro_watch_relists", "Lists made by reflectors", ["resource", "reason"], registry=r
+        )
+        self.watch_events = Counter("sro_watch_events", "Watch events received", ["resource"], registry=r)
+        self.api_requests = Counter(
+            "sro_api_requests", "Requests to the API server", ["verb", "resource", "code"], registry=r
+        )
+        self.cache_objects = Gauge("sro_cache_objects", "Objects held per cache", ["resource"], registry=r)
+        self.leader = Gauge("sro_leader", "1 while this process holds the lease", registry=r)
+        self.active_workers = Gauge("sro_active_workers", "Reconciles running now", registry=r)
+        for result in RESULTS:
+            self.reconcile_total.labels(result=result)
+
+    # -- created at zero per resource as soon as a reflector starts -------------
+
+    def watch_started(self, resource: str) -> None:
+        for reason in WATCH_RESTART_REASONS:
+            self.watch_restarts.labels(resource=resource, reason=reason)
+        for reason in RELIST_REASONS:
+            self.watch_relists.labels(resource=resource, reason=reason)
+        self.watch_events.labels(resource=resource)
+        self.cache_objects.labels(resource=resource).set(0)
+
+    # -- sro.queue.workqueue.QueueMetrics ---------------------------------------
+
+    def queue_added(self) -> None:
+        self.workqueue_adds.inc()
+
+    def queue_depth(self, depth: int) -> None:
+        self.workqueue_depth.set(depth)
+
+    def queue_latency(self, seconds: float) -> None:
+        self.workqueue_latency.observe(seconds)
+
+    def queue_retried(self) -> None:
+        self.workqueue_retries.inc()
+
+    # -- sro.kube.http.ApiMetrics ----------------------------------------------
+
+    def api_request(self, *, verb: str, resource: str, code: str) -> None:
+        self.api_requests.labels(verb=verb, resource=resource, code=code).inc()
+
+    # -- sro.watch.reflector.WatchMetrics ------------------------------------------
+
+    def watch_restarted(self, *, resource: str, reason: str) -> None:
+        self.watch_restarts.labels(resource=resource, reason=reason).inc()
+
+    def watch_relisted(self, *, resource: str, reason: str) -> None:
+        self.watch_relists.labels(resource=resource, reason=reason).inc()
+
+    def watch_event(self, *, resource: str) -> None:
+        self.watch_events.labels(resource=resource).inc()
+
+    def cache_size(self, *, resource: str, size: int) -> None:
+        self.cache_objects.labels(resource=resource).set(size)
+
+    # -- sro.reconcile.controller.ControllerMetrics ---------------------------------
+
+    def reconciled(self, *, result: str, seconds: float) -> None:
+        self.reconcile_total.labels(result=result).inc()
+        self.reconcile_duration.observe(seconds)
+
+    def workers_active(self, delta: int) -> None:
+        self.active_workers.inc(delta)
+
+    # -- reading ----------------------------------------------------------------
+
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """One sample's value (0 if absent), e.g. ``value("sro_reconcile_total", {"result": "error"})``."""
+        found = self.registry.get_sample_value(name, labels or {})
+        return float(found) if found is not None else 0.0
+
+    def total(self, name: str, **match: str) -> float:
+        """The sum of a metric's samples whose labels include ``match``."""
+        total = 0.0
+        for family in self.registry.collect():
+            for sample in family.samples:
+                if sample.name == name and all(sample.labels.get(k) == v for k, v in match.items()):
+                    total += sample.value
+        return total
+
+    def exposition(self) -> bytes:
+        return bytes(generate_latest(self.registry))

@@ -1,0 +1,103 @@
+"""Runtime settings: frozen values, each default justified where it is declared.
+
+The CLI fills these from flags and environment; tests build them directly. Nothing
+here reads the environment by itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiSettings:
+    kubeconfig: str | None = None
+    """Path to a kubeconfig; None means ``KUBECONFIG``/``~/.kube/config``, or in-cluster in a pod."""
+    connect_timeout: float = 10.0
+    """Seconds to establish a connection; the API server is near, a slow connect is a dead one."""
+    request_timeout: float = 60.0
+    """Seconds of silence allowed while reading a non-streaming answer."""
+    retries: int = 5
+    """Attempts for a transient failure (connection, 429, 5xx) before it is raised."""
+    retry_initial: float = 0.2
+    """First retry delay; doubled with jitter up to ``retry_cap``."""
+    retry_cap: float = 10.0
+    pool_size: int = 100
+    """Connections in the pool: every watch holds one for its whole life."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatchSettings:
+    server_timeout_min: int = 300
+    """Lower bound of the random server-side ``timeoutSeconds`` (client-go: 5-10 min spreads reconnects)."""
+    server_timeout_max: int = 600
+    inactivity_timeout: float = 150.0
+    """A stream with no event and no bookmark for this long is dead. The API server sends a bookmark
+    about every minute; two and a half periods is "well over a minute" without false alarms."""
+    page_size: int = 500
+    """Items per list page: bounds the memory of one answer on big clusters."""
+    backoff_initial: float = 0.8
+    backoff_cap: float = 30.0
+    backoff_reset: float = 120.0
+    """A stream healthy for this long forgets earlier failures (client-go: 2 minutes)."""
+    min_watch_duration: float = 1.0
+    """A watch ending sooner than this with no event is an error, not a normal close."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueueSettings:
+    backoff_base: float = 0.005
+    """Per-key retry delay after the first failure, doubled per failure (client-go: 5 ms)."""
+    backoff_cap: float = 300.0
+    """Longest per-key retry delay: persistent failures still retry every five minutes."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerSettings:
+    workers: int = 4
+    """Concurrent reconciles (of different keys). Reconciles mostly wait on the API server."""
+    reconcile_timeout: float = 120.0
+    """A reconcile running longer is cancelled and retried with backoff."""
+    grace_period: float = 20.0
+    """On shutdown, in-flight reconciles get this long to finish (below the pod's 30 s default)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaseSettings:
+    enabled: bool = True
+    namespace: str = "sro-system"
+    name: str = "sro-leader"
+    identity: str = ""
+    """Empty: hostname plus a random suffix, unique per process."""
+    lease_duration: float = 15.0
+    """How long a standby waits, after the last observed change, before taking over (client-go)."""
+    renew_deadline: float = 10.0
+    """The leader gives up if it could not renew for this long: below lease_duration, so it stops
+    writing before a standby may start."""
+    retry_period: float = 2.0
+    """How often to try to acquire or renew."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSettings:
+    address: str = "127.0.0.1"
+    port: int = 8080
+    """Port for /metrics, /healthz and /readyz; 0 picks a free one (tests)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogSettings:
+    format: str = "auto"
+    """"json", "console", or "auto": console on a terminal, JSON otherwise (in a pod)."""
+    level: str = "info"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    api: ApiSettings = field(default_factory=ApiSettings)
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    controller: ControllerSettings = field(default_factory=ControllerSettings)
+    lease: LeaseSettings = field(default_factory=LeaseSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    log: LogSettings = field(default_factory=LogSettings)
