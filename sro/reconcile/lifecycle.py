@@ -11,7 +11,10 @@ Node bookkeeping for SpecialResource ``<sr>``:
   the node's state labels, deletes its per-node pods and records the new group, so the node
   walks every state again from the first. (An annotation, not a label: a kernel group does
   not fit a label value, and a state may be called ``kernel``.)
-* the SpecialResource's taints, put on every selected node.
+* the SpecialResource's taints, put on every selected node and taken off every other:
+  ``NodeChange.taints`` says which of its taints the node should carry, and
+  ``node_writes.taint_patch`` (which records what sro added, so an administrator's own
+  taint is never removed) turns that into the patch.
 
 Every function here is pure; the engine executes the ``NodeChange``s and ``Deletion``s.
 """
@@ -27,6 +30,7 @@ from typing import Any
 
 from sro import errors
 from sro.model import desired, views
+from sro.reconcile import node_writes
 from sro.reconcile import observed as observed_
 from sro.reconcile import walk as walk_
 
@@ -92,8 +96,9 @@ def complete_label(sr_name: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class NodeChange:
-    """What to change on one node. ``None`` values remove a label or annotation;
-    ``taints`` is the node's whole new taint list, or ``None`` to leave taints alone."""
+    """What to change on one node. ``None`` values remove a label or annotation; ``taints``
+    is the SpecialResource's taints the node should carry (``()``: none of them), or ``None``
+    when its taints are already right."""
 
     node: str
     labels: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
@@ -101,14 +106,12 @@ class NodeChange:
     taints: tuple[views.Taint, ...] | None = None
 
     def patch(self) -> dict[str, Any]:
-        """The JSON merge patch that makes the change."""
+        """The JSON merge patch for the labels and annotations (taints: ``node_writes``)."""
         body: dict[str, Any] = {"metadata": {}}
         if self.labels:
             body["metadata"]["labels"] = dict(self.labels)
         if self.annotations:
             body["metadata"]["annotations"] = dict(self.annotations)
-        if self.taints is not None:
-            body["spec"] = {"taints": [t.to_body() for t in self.taints]}
         return body
 
 
@@ -130,12 +133,10 @@ def _diff(
 
 
 def _taints(
-    current: tuple[views.Taint, ...], sr_taints: tuple[views.Taint, ...], *, keep: bool
+    node: views.NodeView, *, sr_name: str, wanted: tuple[views.Taint, ...]
 ) -> tuple[views.Taint, ...] | None:
-    mine = {(t.key, t.effect) for t in sr_taints}
-    others = tuple(t for t in current if (t.key, t.effect) not in mine)
-    new = (*others, *sr_taints) if keep else others
-    return None if set(new) == set(current) else new
+    patch = node_writes.taint_patch(node, sr_name=sr_name, wanted=wanted)
+    return None if patch is None else wanted
 
 
 def kernel_resets(wanted: desired.DesiredState, seen: observed_.Observed) -> frozenset[str]:
@@ -165,23 +166,21 @@ def node_changes(
         labels = _diff(node.labels, want, owned=(k for k in node.labels if k.startswith(prefix)))
         group = wanted.kernel_groups.get(name)
         annotations = _diff(node.annotations, {annotation: group.key} if group else {}, owned=())
-        taints = _taints(node.taints, seen.taints, keep=True)
+        taints = _taints(node, sr_name=sr, wanted=seen.taints)
         if labels or annotations or taints is not None:
             changes.append(NodeChange(node=name, labels=labels, annotations=annotations, taints=taints))
-    changes.extend(strip_nodes(sr, seen.departed, taints=seen.taints))
+    changes.extend(strip_nodes(sr, seen.departed))
     return tuple(sorted(changes, key=lambda c: c.node))
 
 
-def strip_nodes(
-    sr_name: str, nodes: Iterable[views.NodeView], *, taints: tuple[views.Taint, ...]
-) -> tuple[NodeChange, ...]:
+def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[NodeChange, ...]:
     """Remove everything this SpecialResource put on these nodes (labels, annotation, taints)."""
     prefix, annotation = label_prefix(sr_name), kernel_annotation(sr_name)
     changes = []
     for node in nodes:
         labels = {k: None for k in node.labels if k.startswith(prefix)}
         annotations = {annotation: None} if annotation in node.annotations else {}
-        new_taints = _taints(node.taints, taints, keep=False)
+        new_taints = _taints(node, sr_name=sr_name, wanted=())
         if labels or annotations or new_taints is not None:
             changes.append(
                 NodeChange(node=node.name, labels=labels, annotations=annotations, taints=new_taints)
@@ -191,7 +190,8 @@ def strip_nodes(
 
 def backoff(attempts: int) -> timedelta:
     """Delay before recreating a pod that failed ``attempts`` times (1 → 10 s, doubling)."""
-    return min(BACKOFF_BASE * 2 ** max(attempts - 1, 0), BACKOFF_MAX)
+    doublings = min(max(attempts - 1, 0), 16)  # 10 s << 16 is far past the cap already
+    return min(BACKOFF_BASE * (1 << doublings), BACKOFF_MAX)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,6 +296,6 @@ def teardown(*, sr_name: str, seen: observed_.Observed) -> Teardown:
         if not live.deleting and not _controller_pod(seen, ref)
     )
     nodes = {n.name: n for n in (*seen.nodes.values(), *seen.departed)}
-    changes = strip_nodes(sr_name, sorted(nodes.values(), key=lambda n: n.name), taints=seen.taints)
+    changes = strip_nodes(sr_name, sorted(nodes.values(), key=lambda n: n.name))
     left = [ref for ref in seen.objects if not _controller_pod(seen, ref)]
     return Teardown(delete=delete, node_changes=changes, done=not left and not changes)

@@ -127,7 +127,10 @@ class _Judge:
         seen = self._seen
         live = seen.objects.get(obj.ref)
         if obj.kind == "DaemonSet":
-            return readiness.daemonset_on_node(obj, live, seen.daemonset_pods(obj.ref, node), logs=seen.logs)
+            pods = seen.daemonset_pods(obj.ref, node)
+            if live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
+                pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
+            return readiness.daemonset_on_node(obj, live, pods, logs=seen.logs)
         if obj.kind == "Pod":
             return readiness.pod_verdict(obj, seen.pod(obj.ref), logs=seen.logs)
         return readiness.cluster_object(obj, live)
