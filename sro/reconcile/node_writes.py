@@ -12,7 +12,7 @@ SpecialResource's taints. Both kinds of write are built so they cannot clobber a
   taint that was already there before sro wanted it (an administrator's) is never
   recorded, so it is never removed.
 
-The patch builders are pure; ``NodeWriter`` sends them.
+The patch builders are pure; ``send`` sends one.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import structlog
 
 from sro.model import views
+from sro.reconcile import lifecycle
 
 TAINTS_ANNOTATION_PREFIX = "sro.dev/taints."
 
@@ -105,29 +106,30 @@ def taint_patch(
     return patch
 
 
-class NodeWriter:
-    """Sends node label and taint patches."""
+def node_patch(node: views.NodeView, change: lifecycle.NodeChange, *, sr_name: str) -> dict[str, Any] | None:
+    """The one merge patch carrying out the planner's ``change`` on ``node`` (None: nothing to do).
 
-    def __init__(self, api: Requester) -> None:
-        self._api = api
+    Labels and annotations are taken as planned, minus what the node already shows;
+    ``change.taints`` (the SpecialResource's taints the node should carry, None to leave
+    them) goes through ``taint_patch``, which knows which taints are sro's to remove.
+    """
+    patch: dict[str, Any] = {"metadata": {}}
+    if change.taints is not None:
+        patch = taint_patch(node, sr_name=sr_name, wanted=change.taints) or patch
+    labels = {k: v for k, v in change.labels.items() if node.labels.get(k) != v}
+    annotations = {k: v for k, v in change.annotations.items() if node.annotations.get(k) != v}
+    if labels:
+        patch["metadata"]["labels"] = labels
+    if annotations:
+        patch["metadata"].setdefault("annotations", {}).update(annotations)
+    if not patch["metadata"] and "spec" not in patch:
+        return None
+    return patch
 
-    async def set_labels(self, node: views.NodeView, changes: Mapping[str, str | None]) -> bool:
-        patch = label_patch(node, changes)
-        if patch is None:
-            return False
-        await self._patch(node.name, patch)
-        log.debug("node labels patched", node=node.name, labels=patch["metadata"]["labels"])
-        return True
 
-    async def set_taints(self, node: views.NodeView, *, sr_name: str, wanted: Iterable[views.Taint]) -> bool:
-        patch = taint_patch(node, sr_name=sr_name, wanted=wanted)
-        if patch is None:
-            return False
-        await self._patch(node.name, patch)
-        log.debug("node taints patched", node=node.name, sr=sr_name)
-        return True
-
-    async def _patch(self, name: str, patch: Mapping[str, Any]) -> None:
-        await self._api.request(
-            "PATCH", f"/api/v1/nodes/{name}", body=patch, content_type="application/merge-patch+json"
-        )
+async def send(api: Requester, name: str, patch: Mapping[str, Any]) -> None:
+    """Send one node merge patch (a stale ``resourceVersion`` in it ends in ``Conflict``)."""
+    await api.request(
+        "PATCH", f"/api/v1/nodes/{name}", body=patch, content_type="application/merge-patch+json"
+    )
+    log.debug("node patched", node=name, patch=patch)

@@ -1,0 +1,77 @@
+"""The engine's view of the runtime: what it reads, what it writes, what it asks about kinds.
+
+The SpecialResource engine is written against these three narrow protocols rather than
+against the manager, caches and clients directly, so the engine reads as the contract's
+reconcile steps and ``sro.app`` is the one place that knows how the runtime provides them.
+Reads come from caches (never from the API), writes go to the API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from sro.cache import projections
+from sro.model import desired, views
+
+
+class Reader(Protocol):
+    """Cached reads; a missing object is None, never an error."""
+
+    def special_resource(self, name: str) -> Mapping[str, Any] | None: ...
+
+    def special_resources(self) -> Sequence[Mapping[str, Any]]: ...
+
+    def nodes(self) -> Sequence[views.NodeView]: ...
+
+    def namespace(self, name: str) -> projections.ObjectView | None: ...
+
+    def owned(self, sr_name: str) -> Sequence[projections.ObjectView]:
+        """Every cached object of any watched kind labelled ``sro.dev/owner: <sr_name>``."""
+        ...
+
+    def pods(self, namespace: str) -> Sequence[views.PodView]: ...
+
+
+class Writer(Protocol):
+    """Writes to the API server; errors are ``sro.errors.ApiError``/``TransportError``."""
+
+    async def apply(self, body: Mapping[str, Any], *, dry_run: bool = False) -> Mapping[str, Any]:
+        """Server-side apply under the operator's field manager (force)."""
+        ...
+
+    async def delete(self, ref: desired.ObjectRef, *, uid: str = "") -> None:
+        """Delete ``ref`` (precondition on ``uid`` when given); a missing object is fine."""
+        ...
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
+        """A raw JSON request (status, Events, node patches, finalizers)."""
+        ...
+
+    async def pod_log(self, *, namespace: str, name: str, container: str, limit_bytes: int) -> str:
+        """The last ``limit_bytes`` of a container's log."""
+        ...
+
+
+class Kinds(Protocol):
+    """What the cluster serves, and the watches owned kinds need."""
+
+    def is_namespaced(self, api_version: str, kind: str) -> bool | None: ...
+
+    def is_served(self, api_version: str, kind: str) -> bool: ...
+
+    async def ensure_watched(self, api_version: str, kind: str) -> None:
+        """Start watching (and caching, by owner label) a kind a recipe uses, once."""
+        ...
+
+    def cluster_version(self) -> tuple[str, str, str]:
+        """(gitVersion, major, minor) of the API server."""
+        ...

@@ -1,0 +1,154 @@
+"""Carrying out a plan's object writes: dry-run on opening, apply what changed, delete.
+
+Every object sro makes carries the label ``sro.dev/owner: <sr>`` and an owner reference to
+the SpecialResource (cluster-scoped owners are valid for namespaced and cluster-scoped
+dependents alike), so the caches find it by label and the garbage collector removes it
+with the SpecialResource even if sro is not running.
+
+When a state opens (none of its objects exists yet), all its objects are first sent as a
+server-side dry-run: an object the API server refuses leaves the whole state unwritten,
+instead of half a state the walk would wait on forever. After that, an object is applied
+only when ``sro.apply.diff`` says the apply would change something.
+
+Errors are sorted, not raised (contract section 5): a *permanent* refusal (400, 404 for a
+kind, 422, 403 except for a new namespace's service account) blocks that state and becomes
+``ApplyFailed``; a *transient* one (no answer, 409, 429, 5xx) is reported so the engine can
+retry with backoff and show it; other states go on in both cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from sro import errors
+from sro.apply import diff
+from sro.cache import projections
+from sro.model import desired
+from sro.model import specialresource as sr_model
+from sro.reconcile import engine_ports, lifecycle
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failure:
+    """One write the API server (or the network) did not take."""
+
+    state: str
+    ref: desired.ObjectRef | None
+    error: errors.SroError
+    dry_run: bool = False
+
+    @property
+    def permanent(self) -> bool:
+        return is_permanent(self.error)
+
+    def describe(self) -> str:
+        what = f"{self.ref}" if self.ref is not None else "node"
+        verb = "refused (dry-run)" if self.dry_run else "failed"
+        return f"{self.state}: {what} {verb}: {self.error}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteReport:
+    applied: int = 0
+    deleted: int = 0
+    failures: tuple[Failure, ...] = ()
+    blocked_states: frozenset[str] = frozenset()
+
+
+def is_permanent(error: BaseException) -> bool:
+    """Whether retrying the same write unchanged cannot succeed (contract section 5)."""
+    if isinstance(error, errors.Forbidden):
+        text = str(error).lower()
+        # A new namespace's service account appears a moment after the namespace.
+        return not ("serviceaccount" in text.replace(" ", "") and "not found" in text)
+    if isinstance(error, errors.ApiError):
+        return not error.transient
+    return not isinstance(error, errors.TransportError)
+
+
+def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[str, Any]:
+    """``body`` with the owner label and an owner reference to ``sr`` (kept if already there)."""
+    meta = dict(body.get("metadata") or {})
+    labels = dict(meta.get("labels") or {})
+    labels[projections.OWNER_LABEL] = sr.name
+    meta["labels"] = labels
+    refs = [r for r in meta.get("ownerReferences") or () if r.get("uid") != sr.uid]
+    meta["ownerReferences"] = [sr.owner_reference(), *refs]
+    return {**body, "metadata": meta}
+
+
+def opening_states(
+    wanted: desired.DesiredState,
+    live: Mapping[desired.ObjectRef, Any],
+    planned: Iterable[desired.DesiredObject],
+) -> frozenset[str]:
+    """States the plan writes to for the first time: none of their desired objects exists."""
+    started = {o.state for o in wanted.objects if o.ref in live}
+    return frozenset(o.state for o in planned if o.state not in started)
+
+
+async def apply_objects(
+    writer: engine_ports.Writer,
+    planned: Sequence[desired.DesiredObject],
+    *,
+    sr: sr_model.SpecialResource,
+    live: Mapping[desired.ObjectRef, projections.ObjectView],
+    opening: frozenset[str],
+) -> WriteReport:
+    """Apply the plan's objects in its order; dry-run opening states first."""
+    bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
+    failures: list[Failure] = []
+    blocked: set[str] = set()
+    for obj, body in bodies:
+        if obj.state not in opening or obj.state in blocked:
+            continue
+        try:
+            await writer.apply(diff.stamped(body), dry_run=True)
+        except errors.NotFound as exc:
+            # The operand namespace or a CRD of the same state is not there yet: the real
+            # apply, in order, decides.
+            log.debug("dry-run skipped", sr=sr.name, ref=str(obj.ref), error=str(exc))
+        except errors.SroError as exc:
+            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True))
+            blocked.add(obj.state)
+    applied = 0
+    for obj, body in bodies:
+        if obj.state in blocked:
+            continue
+        current = live.get(obj.ref)
+        if not diff.needs_apply(body, current.body if current is not None else None):
+            continue
+        try:
+            await writer.apply(diff.stamped(body))
+            applied += 1
+        except errors.SroError as exc:
+            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc))
+            if is_permanent(exc):
+                blocked.add(obj.state)
+    if applied:
+        log.info("objects applied", sr=sr.name, count=applied)
+    return WriteReport(applied=applied, failures=tuple(failures), blocked_states=frozenset(blocked))
+
+
+async def delete_objects(
+    writer: engine_ports.Writer, deletions: Sequence[lifecycle.Deletion], *, sr_name: str
+) -> WriteReport:
+    """Delete in the plan's order; a failure is reported and the rest go on."""
+    deleted = 0
+    failures: list[Failure] = []
+    for deletion in deletions:
+        try:
+            await writer.delete(deletion.ref, uid=deletion.uid)
+            deleted += 1
+            log.info("object deleted", sr=sr_name, ref=str(deletion.ref), reason=deletion.reason)
+        except errors.NotFound:
+            continue
+        except errors.SroError as exc:
+            failures.append(Failure(state="", ref=deletion.ref, error=exc))
+    return WriteReport(deleted=deleted, failures=tuple(failures))
