@@ -110,6 +110,32 @@ class Api:
         retry: bool = True,
     ) -> dict[str, Any]:
         """Send one request and return the JSON answer; typed errors for error answers."""
+        answer = await self.raw(
+            method, path, params=params, body=body, content_type=content_type, resource=resource, retry=retry
+        )
+        if not answer:
+            return {}
+        parsed = json.loads(answer)
+        return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    async def text(
+        self, method: str, path: str, *, params: Mapping[str, str] | None = None, resource: str = ""
+    ) -> str:
+        """Send one request and return the answer as text (container logs)."""
+        return (await self.raw(method, path, params=params, resource=resource)).decode("utf-8", "replace")
+
+    async def raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        resource: str = "",
+        retry: bool = True,
+    ) -> bytes:
+        """Send one request, retrying transient failures; the answer's bytes."""
         retrying = tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(self.settings.retries if retry else 1),
             wait=self._wait,
@@ -139,7 +165,7 @@ class Api:
         body: Any,
         content_type: str | None,
         resource: str,
-    ) -> dict[str, Any]:
+    ) -> bytes:
         data: bytes | None = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -166,10 +192,7 @@ class Api:
         except (aiohttp.ClientError, TimeoutError) as exc:
             self.metrics.api_request(verb=verb, resource=resource, code="error")
             raise errors.TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-        if not answer:
-            return {}
-        parsed = json.loads(answer)
-        return parsed if isinstance(parsed, dict) else {"items": parsed}
+        return answer
 
     @asynccontextmanager
     async def stream(

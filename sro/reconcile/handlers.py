@@ -1,0 +1,66 @@
+"""Turning cache changes into work-queue keys.
+
+Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
+
+* ``primary``: a primary object's change enqueues its own key (its name; "ns/name"
+  for a namespaced primary).
+* ``owned``: an owned object's change enqueues its owner, read from the label
+  ``sro.dev/owner`` of the old and of the new object (both: an object moving between
+  owners concerns both).
+* ``nodes``: a Node change enqueues whatever the engine's mapper says the old or the
+  new node concerns, but only if ``NodeView.relevant()`` changed: heartbeats and
+  lease renewals touch nothing a reconcile reads, and enqueue nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sro.cache import projections
+from sro.cache import store as store_
+
+if TYPE_CHECKING:
+    from sro.model import views
+
+Enqueue = Callable[[str], None]
+Handler = Callable[[store_.Change[Any]], None]
+NodeMapper = Callable[["views.NodeView | None", "views.NodeView | None"], set[str]]
+
+
+def key_of(view: Any) -> str:
+    namespace = getattr(view, "namespace", "")
+    return f"{namespace}/{view.name}" if namespace else str(view.name)
+
+
+def primary(enqueue: Enqueue) -> Handler:
+    def handle(change: store_.Change[Any]) -> None:
+        view = change.new if change.new is not None else change.old
+        if view is not None:
+            enqueue(key_of(view))
+
+    return handle
+
+
+def owned(enqueue: Enqueue) -> Handler:
+    def handle(change: store_.Change[Any]) -> None:
+        owners = set()
+        for view in (change.old, change.new):
+            labels = getattr(view, "labels", None) or {}
+            if labels.get(projections.OWNER_LABEL):
+                owners.add(labels[projections.OWNER_LABEL])
+        for owner in sorted(owners):
+            enqueue(owner)
+
+    return handle
+
+
+def nodes(enqueue: Enqueue, mapper: NodeMapper) -> Handler:
+    def handle(change: store_.Change[Any]) -> None:
+        old, new = change.old, change.new
+        if old is not None and new is not None and old.relevant() == new.relevant():
+            return
+        for key in sorted(mapper(old, new)):
+            enqueue(key)
+
+    return handle

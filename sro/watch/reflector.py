@@ -1,0 +1,222 @@
+"""List, then watch, forever: keeps one store equal to the server's view of a resource.
+
+The resumption rules are client-go's (``controller-semantics.md``):
+
+* LIST (in pages), take the list's resourceVersion, WATCH from it with bookmarks and a
+  random server timeout of 5-10 minutes. Never watch without a version.
+* Every event, bookmarks included, advances the version; a normal close re-watches
+  from it without listing again.
+* 410 Expired, as an HTTP status or as an in-stream ERROR event, means relist: first
+  from the last version (``NotOlderThan``); if that is expired too, with "" (a
+  consistent read). The store reports objects missing from the new list as deletions.
+* Failures back off 0.8 s -> 30 s with jitter, reset after 2 healthy minutes. A stream
+  silent (no event, no bookmark) past the inactivity timeout is dead: reconnect. A
+  watch that ends at once without any event is an error, not a normal close.
+
+Changes go to ``on_change`` one by one, after the store has been updated, so a
+handler reading the cache sees the new state. A failing handler is logged and does
+not stop the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+import structlog
+
+from sro import errors
+from sro import settings as settings_
+from sro.cache import store as store_
+from sro.kube import discovery, http
+from sro.kube import errors as kerrors
+from sro.watch import backoff as backoff_
+from sro.watch import events
+
+log = structlog.get_logger(__name__)
+
+V = TypeVar("V")
+
+
+class WatchMetrics(Protocol):
+    def watch_started(self, resource: str) -> None: ...
+
+    def watch_restarted(self, *, resource: str, reason: str) -> None: ...
+
+    def watch_relisted(self, *, resource: str, reason: str) -> None: ...
+
+    def watch_event(self, *, resource: str) -> None: ...
+
+    def cache_size(self, *, resource: str, size: int) -> None: ...
+
+
+class _Inactive(Exception):
+    """The stream went silent past the inactivity timeout."""
+
+
+class _VeryShort(Exception):
+    """The watch ended at once without any event: the server is refusing it."""
+
+
+class Reflector(Generic[V]):
+    def __init__(
+        self,
+        *,
+        api: http.Api,
+        resource: discovery.Resource,
+        store: store_.Store[V],
+        on_change: Callable[[store_.Change[V]], None],
+        settings: settings_.WatchSettings,
+        metrics: WatchMetrics,
+        namespace: str = "",
+        label_selector: str = "",
+    ) -> None:
+        self.resource = resource
+        self.store = store
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.name = resource.plural if not namespace else f"{resource.plural}.{namespace}"
+        self._api = api
+        self._on_change = on_change
+        self._settings = settings
+        self._metrics = metrics
+        self._backoff = backoff_.Backoff(
+            initial=settings.backoff_initial, cap=settings.backoff_cap, reset_after=settings.backoff_reset
+        )
+        self._rv = ""
+        self.synced = asyncio.Event()
+        self._log = log.bind(resource=self.name, selector=label_selector or None)
+
+    @property
+    def has_synced(self) -> bool:
+        return self.synced.is_set()
+
+    @property
+    def resource_version(self) -> str:
+        return self._rv
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        self._metrics.watch_started(self.name)
+        relist: str | None = "initial"
+        list_from = ""
+        while True:
+            try:
+                if relist is not None:
+                    await self._list(list_from, reason=relist)
+                    relist = None
+                await self._watch()
+                self._backoff.healthy()
+                self._restarted("closed")
+            except errors.Expired as exc:
+                self._restarted("expired")
+                if relist is None:
+                    relist, list_from = "expired", self._rv
+                else:  # the relist itself was expired: a consistent read from scratch
+                    relist, list_from = "expired_again", ""
+                self._log.info("resource version expired: relisting", reason=relist, error=str(exc))
+            except (errors.SroError, events.MalformedEvent, _Inactive, _VeryShort) as exc:
+                reason = "inactive" if isinstance(exc, _Inactive) else "error"
+                self._restarted(reason)
+                delay = self._backoff.next()
+                self._log.warning(
+                    "watch failed: retrying", reason=reason, error=str(exc), delay=round(delay, 2)
+                )
+                await asyncio.sleep(delay)
+
+    def _restarted(self, reason: str) -> None:
+        self._metrics.watch_restarted(resource=self.name, reason=reason)
+
+    def _params(self) -> dict[str, str]:
+        return {"labelSelector": self.label_selector} if self.label_selector else {}
+
+    def _complete(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """List items come without apiVersion and kind; the projections want them."""
+        if "kind" in body and "apiVersion" in body:
+            return body
+        return {**body, "apiVersion": self.resource.api_version, "kind": self.resource.kind}
+
+    async def _list(self, from_version: str, *, reason: str) -> None:
+        self._metrics.watch_relisted(resource=self.name, reason=reason)
+        path = self.resource.path(namespace=self.namespace)
+        items: list[Mapping[str, Any]] = []
+        token = ""
+        list_rv = ""
+        while True:
+            params = {**self._params(), "limit": str(self._settings.page_size)}
+            if token:
+                params["continue"] = token
+            elif from_version:
+                params.update(resourceVersion=from_version, resourceVersionMatch="NotOlderThan")
+            page = await self._api.request("GET", path, params=params, resource=self.resource.plural)
+            meta = page.get("metadata") or {}
+            list_rv = list_rv or str(meta.get("resourceVersion", ""))
+            items.extend(self._complete(item) for item in page.get("items") or ())
+            token = str(meta.get("continue", "") or "")
+            if not token:
+                break
+        changes = self.store.replace(items, list_rv)
+        self._rv = list_rv
+        self._log.info(
+            "listed", objects=len(items), changes=len(changes), resource_version=list_rv, reason=reason
+        )
+        for change in changes:
+            self._deliver(change)
+        self._metrics.cache_size(resource=self.name, size=len(self.store))
+        self.synced.set()
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        inactivity = self._settings.inactivity_timeout
+        params = {
+            **self._params(),
+            "watch": "1",
+            "resourceVersion": self._rv,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(
+                random.randint(self._settings.server_timeout_min, self._settings.server_timeout_max)
+            ),
+        }
+        started = loop.time()
+        seen = 0
+        path = self.resource.path(namespace=self.namespace)
+        async with self._api.stream(
+            path, params=params, read_timeout=inactivity + 5, resource=self.resource.plural
+        ) as lines:
+            try:
+                async with asyncio.timeout(inactivity) as deadline:
+                    async for line in lines:
+                        deadline.reschedule(loop.time() + inactivity)
+                        event = events.parse(line)
+                        if event is None:
+                            continue
+                        seen += 1
+                        self._handle(event)
+            except TimeoutError as exc:
+                raise _Inactive(f"no event for {inactivity:.0f} s") from exc
+        if not seen and loop.time() - started < self._settings.min_watch_duration:
+            raise _VeryShort("watch closed at once without any event")
+
+    def _handle(self, event: events.WatchEvent) -> None:
+        self._metrics.watch_event(resource=self.name)
+        if event.type is events.EventType.ERROR:
+            raise kerrors.from_status(event.object)
+        self._rv = event.resource_version or self._rv
+        if event.type is events.EventType.BOOKMARK:
+            return
+        body = self._complete(event.object)
+        if event.type is events.EventType.DELETED:
+            change = self.store.delete(body)
+        else:
+            change = self.store.upsert(body)
+        if change is not None:
+            self._deliver(change)
+            self._metrics.cache_size(resource=self.name, size=len(self.store))
+
+    def _deliver(self, change: store_.Change[V]) -> None:
+        try:
+            self._on_change(change)
+        except Exception:  # a handler bug must not stop the stream
+            self._log.exception("event handler failed")
