@@ -132,11 +132,11 @@ class Observed:
     generation: int
     nodes: Mapping[str, views.NodeView]
     departed: tuple[views.NodeView, ...] = ()
-    objects: Mapping[desired.ObjectRef, LiveObject] = field(default=_NO_OBJECTS)
+    objects: Mapping[desired.ObjectRef, LiveObject] = field(default_factory=lambda: _NO_OBJECTS)
     pods: tuple[views.PodView, ...] = ()
-    logs: Mapping[str, Mapping[str, str]] = field(default=_NO_LOGS)
-    retries: Mapping[desired.ObjectRef, Retry] = field(default=_NO_RETRIES)
-    previous_status: Mapping[str, Any] = field(default=_NO_STATUS)
+    logs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _NO_LOGS)
+    retries: Mapping[desired.ObjectRef, Retry] = field(default_factory=lambda: _NO_RETRIES)
+    previous_status: Mapping[str, Any] = field(default_factory=lambda: _NO_STATUS)
     taints: tuple[views.Taint, ...] = ()
     recipe_source: str = "built-in"  # built-in | directory | configmap
 

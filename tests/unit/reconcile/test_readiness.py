@@ -1,0 +1,216 @@
+"""Readiness rules per kind (contract section 5), one object at a time.
+
+Covers DaemonSet pods (ready, generation, deletion, stuck reasons, owner), Pods (phases,
+failure reasons), Jobs, Deployments, StatefulSets, CRDs, Namespaces, other kinds, and
+wait-for-logs. How verdicts combine per node is ``test_walk``'s subject.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from builders import bare_pod, container, ds, ds_pod, failed_pod, live, obj
+
+from sro.reconcile import observed, readiness
+
+pytestmark = pytest.mark.unit
+
+Outcome = readiness.Outcome
+DRIVER = ds("driver", "state-driver")
+NO_LOGS: dict[str, dict[str, str]] = {}
+
+
+def test_a_daemonset_is_ready_on_a_node_when_its_current_pod_there_is_ready() -> None:
+    verdict = readiness.daemonset_on_node(DRIVER, live(DRIVER), [ds_pod(DRIVER, "n1")], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.READY
+
+
+def test_a_daemonset_that_does_not_exist_yet_is_waiting() -> None:
+    verdict = readiness.daemonset_on_node(DRIVER, None, [], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.WAITING
+    assert "not created" in verdict.reason
+
+
+def test_a_daemonset_without_a_pod_on_the_node_is_waiting() -> None:
+    verdict = readiness.daemonset_on_node(DRIVER, live(DRIVER), [], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.WAITING
+    assert "waiting for a pod" in verdict.reason
+
+
+def test_a_ready_pod_of_an_old_template_generation_does_not_count() -> None:
+    current = live(DRIVER, generation=3)
+    verdict = readiness.daemonset_on_node(DRIVER, current, [ds_pod(DRIVER, "n1", generation=2)], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.WAITING
+    assert "old template generation" in verdict.reason
+
+
+def test_the_template_generation_annotation_wins_over_metadata_generation() -> None:
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": "driver",
+            "namespace": "gpu-ns",
+            "generation": 5,
+            "annotations": {observed.DS_TEMPLATE_GENERATION: "4"},
+        },
+    }
+    view = observed.LiveObject.from_body(body)
+    verdict = readiness.daemonset_on_node(DRIVER, view, [ds_pod(DRIVER, "n1", generation=4)], logs=NO_LOGS)
+    assert (view.generation, view.template_generation) == (5, 4)
+    assert verdict.outcome is Outcome.READY
+
+
+def test_a_pod_being_deleted_does_not_count() -> None:
+    pod = ds_pod(DRIVER, "n1", deleting=True)
+    verdict = readiness.daemonset_on_node(DRIVER, live(DRIVER), [pod], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.WAITING
+
+
+@pytest.mark.parametrize("reason", ["ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff"])
+def test_a_stuck_daemonset_pod_keeps_the_state_waiting_and_names_the_reason(reason: str) -> None:
+    pod = ds_pod(DRIVER, "n1", ready=False, containers=(container(waiting_reason=reason),))
+    verdict = readiness.daemonset_on_node(DRIVER, live(DRIVER), [pod], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.WAITING
+    assert verdict.stuck
+    assert verdict.reason.startswith(reason)
+    assert pod.name in verdict.reason
+
+
+def test_a_pod_that_succeeded_is_ready() -> None:
+    p = obj("Pod", "validate", "state-validation", node="n1")
+    assert readiness.pod_verdict(p, bare_pod(p), logs=NO_LOGS).outcome is Outcome.READY
+
+
+def test_a_failed_pod_fails_with_its_containers_reason_and_exit_code() -> None:
+    p = obj("Pod", "validate", "state-validation", node="n1")
+    verdict = readiness.pod_verdict(p, failed_pod(p, exit_code=3), logs=NO_LOGS)
+    assert verdict.outcome is Outcome.FAILED
+    assert verdict.reason == "Error (exit code 3)"
+
+
+def test_a_failed_pod_without_exit_codes_still_has_a_reason() -> None:
+    p = obj("Pod", "validate", "state-validation", node="n1")
+    pod = bare_pod(p, phase="Failed", containers=(container(terminated_reason="OOMKilled"),))
+    assert readiness.pod_verdict(p, pod, logs=NO_LOGS).reason == "OOMKilled"
+    assert readiness.failure_reason(bare_pod(p, phase="Failed")) == "Failed"
+
+
+@pytest.mark.parametrize(
+    ("phase", "outcome"),
+    [("Pending", Outcome.WAITING), ("Running", Outcome.WAITING), ("Unknown", Outcome.WAITING)],
+)
+def test_a_pod_that_has_not_finished_is_waiting(phase: str, outcome: Outcome) -> None:
+    p = obj("Pod", "validate", "state-validation", node="n1")
+    verdict = readiness.pod_verdict(p, bare_pod(p, phase=phase), logs=NO_LOGS)
+    assert verdict.outcome is outcome
+    assert phase in verdict.reason
+
+
+def test_a_pending_pod_that_cannot_pull_its_image_is_stuck() -> None:
+    p = obj("Pod", "validate", "state-validation", node="n1")
+    pod = bare_pod(p, phase="Pending", containers=(container(waiting_reason="ImagePullBackOff"),))
+    verdict = readiness.pod_verdict(p, pod, logs=NO_LOGS)
+    assert verdict.stuck and verdict.reason.startswith("ImagePullBackOff")
+
+
+def _conditions(**status: str) -> dict[str, observed.ObjectCondition]:
+    return {k: observed.ObjectCondition(status=v, reason=f"{k}Reason") for k, v in status.items()}
+
+
+JOB = obj("Job", "build", "state-build")
+DEPLOY = obj("Deployment", "grafana", "state-grafana")
+STS = obj("StatefulSet", "db", "state-db")
+CRD = obj("CustomResourceDefinition", "things.example.com", "state-crd", namespace="")
+NAMESPACE = obj("Namespace", "gpu-ns", "state-ns", namespace="")
+CONFIGMAP = obj("ConfigMap", "dashboard", "state-grafana")
+
+# (object, live projection or None, expected outcome)
+TABLE = [
+    (JOB, live(JOB, conditions=_conditions(Complete="True")), Outcome.READY),
+    (JOB, live(JOB, conditions=_conditions(Failed="True")), Outcome.FAILED),
+    (JOB, live(JOB), Outcome.WAITING),
+    (
+        DEPLOY,
+        live(DEPLOY, generation=2, observed_generation=2, replicas=3, available_replicas=3),
+        Outcome.READY,
+    ),
+    (
+        DEPLOY,
+        live(DEPLOY, generation=2, observed_generation=2, replicas=3, available_replicas=2),
+        Outcome.WAITING,
+    ),
+    (
+        DEPLOY,
+        live(DEPLOY, generation=3, observed_generation=2, replicas=3, available_replicas=3),
+        Outcome.WAITING,
+    ),
+    (STS, live(STS, generation=1, observed_generation=1, replicas=2, ready_replicas=2), Outcome.READY),
+    (STS, live(STS, generation=1, observed_generation=1, replicas=2, ready_replicas=1), Outcome.WAITING),
+    (CRD, live(CRD, conditions=_conditions(Established="True")), Outcome.READY),
+    (CRD, live(CRD, conditions=_conditions(Established="False")), Outcome.WAITING),
+    (NAMESPACE, live(NAMESPACE, phase="Active"), Outcome.READY),
+    (NAMESPACE, live(NAMESPACE, phase="Terminating"), Outcome.WAITING),
+    (CONFIGMAP, live(CONFIGMAP), Outcome.READY),
+    (CONFIGMAP, None, Outcome.WAITING),
+    (DEPLOY, None, Outcome.WAITING),
+]
+
+
+@pytest.mark.parametrize(
+    ("o", "view", "outcome"), TABLE, ids=[f"{o.kind}-{i}" for i, (o, _, _) in enumerate(TABLE)]
+)
+def test_each_kind_follows_its_readiness_rule(
+    o: object, view: observed.LiveObject | None, outcome: Outcome
+) -> None:
+    assert isinstance(o, type(JOB))
+    assert readiness.cluster_object(o, view).outcome is outcome
+
+
+def test_a_failed_job_names_its_reason() -> None:
+    verdict = readiness.cluster_object(JOB, live(JOB, conditions=_conditions(Failed="True")))
+    assert verdict.reason == "Job build failed: FailedReason"
+
+
+def test_live_projection_reads_replicas_and_conditions_from_a_body() -> None:
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "grafana", "namespace": "gpu-ns", "generation": 4, "uid": "u1"},
+        "spec": {},
+        "status": {
+            "observedGeneration": 4,
+            "availableReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True"}],
+        },
+    }
+    view = observed.LiveObject.from_body(body)
+    assert (view.replicas, view.available_replicas, view.observed_generation, view.uid) == (1, 1, 4, "u1")
+    assert view.conditions["Available"].status == "True"
+    assert readiness.cluster_object(DEPLOY, view).outcome is Outcome.READY
+
+
+def test_wait_for_logs_needs_every_fetched_container_tail_to_match() -> None:
+    pattern = re.compile(r"driver loaded")
+    d = ds("driver", "state-driver", logs=r"driver loaded")
+    pod = ds_pod(d, "n1", containers=(container("main", ready=True), container("sidecar", ready=True)))
+    missing = readiness.daemonset_on_node(d, live(d), [pod], logs={})
+    partial = readiness.daemonset_on_node(
+        d, live(d), [pod], logs={pod.uid: {"main": "... driver loaded\n", "sidecar": "starting"}}
+    )
+    matched = readiness.logs_verdict(
+        pattern, [pod], {pod.uid: {"main": "driver loaded", "sidecar": "driver loaded"}}
+    )
+    assert missing.outcome is Outcome.WAITING
+    assert [r.name for r in missing.logs_needed] == [pod.name]
+    assert missing.logs_needed[0].containers == ("main", "sidecar")
+    assert partial.outcome is Outcome.WAITING and partial.logs_needed
+    assert matched.outcome is Outcome.READY and not matched.logs_needed
+
+
+def test_logs_are_not_asked_for_while_the_pod_is_not_ready() -> None:
+    d = ds("driver", "state-driver", logs=r"ok")
+    verdict = readiness.daemonset_on_node(d, live(d), [ds_pod(d, "n1", ready=False)], logs={})
+    assert verdict.outcome is Outcome.WAITING
+    assert verdict.logs_needed == ()
