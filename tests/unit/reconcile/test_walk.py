@@ -1,0 +1,210 @@
+"""Per-node state walking, stepped through ``World`` the way the engine will run it.
+
+Covers: a linear recipe walking state by state, parallel states opening together, a new
+node walking in order while the others stay put, zero-object states, ``wait: false``,
+cluster-wide objects gating every node, kernel-affine DaemonSets per group, and the state
+graph's order and errors. What the plan applies and deletes is ``test_plan``'s subject.
+"""
+
+from __future__ import annotations
+
+import pytest
+from builders import (
+    K1,
+    K2,
+    World,
+    bare_pod,
+    container,
+    ds,
+    ds_pod,
+    label,
+    live,
+    node,
+    node_pods,
+    obj,
+    seen,
+    states,
+    wanted,
+)
+
+from sro import errors
+from sro.model import desired
+from sro.reconcile import walk
+
+pytestmark = pytest.mark.unit
+
+Phase = walk.Phase
+NODES = ("n1", "n2", "n3")
+LINEAR = states("state-driver", "state-validation", "state-device-plugin")
+
+
+def linear_world() -> World:
+    objects = [
+        ds("driver", "state-driver"),
+        *node_pods("validate", "state-validation", NODES),
+        ds("plugin", "state-device-plugin"),
+    ]
+    return World(desired=wanted(LINEAR, objects, NODES), nodes={n: node(n) for n in NODES})
+
+
+def test_a_linear_recipe_walks_state_by_state_on_every_node() -> None:
+    world = linear_world()
+    first = world.step()
+    assert [o.ref.name for o in first.apply] == ["driver"]
+    assert first.walk is not None
+    assert {first.walk.nodes[n]["state-driver"].phase for n in NODES} == {Phase.PROGRESSING}
+    assert {first.walk.nodes[n]["state-validation"].phase for n in NODES} == {Phase.PENDING}
+
+    second = world.step()  # driver pods ready: driver complete, validation opens
+    assert {n: world.complete_states(n) for n in NODES} == {n: {"state-driver"} for n in NODES}
+    assert sorted(o.ref.name for o in second.apply) == ["driver", "validate-n1", "validate-n2", "validate-n3"]
+
+    world.settle()
+    for n in NODES:
+        assert world.complete_states(n) == {"state-driver", "state-validation", "state-device-plugin"}
+        assert world.nodes[n].labels["gpu.sro.dev/complete"] == "true"
+    assert world.status["state"] == "Ready: 3/3 nodes"
+
+
+def test_a_later_state_is_never_applied_before_its_after_state_is_complete_somewhere() -> None:
+    world = linear_world()
+    applied_before_driver_ready = {o.ref.name for o in world.step().apply}
+    assert "plugin" not in applied_before_driver_ready
+    assert not any(name.startswith("validate") for name in applied_before_driver_ready)
+
+
+def test_parallel_states_after_the_same_state_open_together() -> None:
+    recipe = states(
+        "state-driver",
+        ("state-monitoring", ["state-driver"]),
+        ("state-feature-discovery", ["state-driver"]),
+        ("state-grafana", ["state-monitoring"]),
+    )
+    objects = [
+        ds("driver", "state-driver"),
+        ds("exporter", "state-monitoring"),
+        ds("gfd", "state-feature-discovery"),
+        obj("Deployment", "grafana", "state-grafana"),
+    ]
+    world = World(desired=wanted(recipe, objects, ["n1"]), nodes={"n1": node("n1")})
+    world.step()
+    opened = world.step()
+    assert opened.walk is not None
+    assert {o.ref.name for o in opened.apply} == {"driver", "exporter", "gfd"}
+    assert opened.walk.nodes["n1"]["state-monitoring"].phase is Phase.PROGRESSING
+    assert opened.walk.nodes["n1"]["state-feature-discovery"].phase is Phase.PROGRESSING
+    assert opened.walk.nodes["n1"]["state-grafana"].phase is Phase.PENDING
+
+
+def test_a_new_node_walks_in_order_while_the_others_stay_complete() -> None:
+    world = linear_world()
+    world.settle()
+    world.nodes["n4"] = node("n4")
+    objects = [
+        ds("driver", "state-driver"),
+        *node_pods("validate", "state-validation", (*NODES, "n4")),
+        ds("plugin", "state-device-plugin"),
+    ]
+    world.desired = wanted(LINEAR, objects, (*NODES, "n4"))
+    before = {n: dict(world.nodes[n].labels) for n in NODES}
+
+    first = world.step()
+    assert first.walk is not None
+    assert [c.node for c in first.node_labels] == ["n4"]  # nothing for the other nodes changes
+    assert first.walk.nodes["n4"]["state-driver"].phase is Phase.PROGRESSING
+    assert first.walk.nodes["n4"]["state-validation"].phase is Phase.PENDING
+    assert "validate-n4" not in {o.ref.name for o in first.apply}
+    assert first.status["state"] == "Progressing: state-driver 3/4 nodes"
+
+    world.step()
+    assert world.complete_states("n4") == {"state-driver"}
+    world.settle()
+    assert world.complete_states("n4") == {"state-driver", "state-validation", "state-device-plugin"}
+    assert {n: dict(world.nodes[n].labels) for n in NODES} == before
+    assert not world.last or not world.last.delete
+
+
+def test_a_state_with_no_objects_is_complete_as_soon_as_it_opens() -> None:
+    recipe = states("state-driver", "state-empty", "state-after")
+    objects = [ds("driver", "state-driver"), ds("after", "state-after")]
+    world = World(desired=wanted(recipe, objects, ["n1"]), nodes={"n1": node("n1")})
+    world.step()
+    second = world.step()
+    assert second.walk is not None
+    assert second.walk.nodes["n1"]["state-empty"].phase is Phase.COMPLETE
+    assert label("state-empty") in world.nodes["n1"].labels
+    assert "after" in {o.ref.name for o in second.apply}
+
+
+def test_an_object_with_wait_false_does_not_gate_its_state() -> None:
+    d = ds("driver", "state-driver", wait=False)
+    result = walk.walk(wanted(states("state-driver"), [d], ["n1"]), seen([node("n1")]))
+    assert result.nodes["n1"]["state-driver"].phase is Phase.COMPLETE
+
+
+def test_a_cluster_wide_workload_gates_the_state_on_every_node() -> None:
+    deploy = obj("Deployment", "grafana", "state-driver")
+    d = ds("driver", "state-driver")
+    want = wanted(states("state-driver"), [d, deploy], ["n1", "n2"])
+    slow = live(deploy, observed_generation=1, replicas=2, available_replicas=1)
+    result = walk.walk(want, seen([node("n1"), node("n2")], objects=[live(d), slow], pods=[ds_pod(d, "n1")]))
+    assert result.nodes["n1"]["state-driver"].phase is Phase.PROGRESSING
+    assert "1/2 available" in result.nodes["n1"]["state-driver"].reason
+    assert result.nodes["n2"]["state-driver"].phase is Phase.PROGRESSING
+
+
+def test_a_kernel_affine_daemonset_only_counts_on_nodes_of_its_group() -> None:
+    d1 = ds("driver-k1", "state-driver", group=K1)
+    d2 = ds("driver-k2", "state-driver", group=K2)
+    want = wanted(states("state-driver"), [d1, d2], ["n1", "n2"], groups={"n1": K1, "n2": K2})
+    # n1 has its group's pod; n2 has only a pod of the other group's DaemonSet.
+    view = seen(
+        [node("n1"), node("n2")],
+        objects=[live(d1), live(d2)],
+        pods=[ds_pod(d1, "n1"), ds_pod(d1, "n2")],
+    )
+    result = walk.walk(want, view)
+    assert result.nodes["n1"]["state-driver"].phase is Phase.COMPLETE
+    assert result.nodes["n2"]["state-driver"].phase is Phase.PROGRESSING
+    assert "driver-k2" in result.nodes["n2"]["state-driver"].reason
+
+
+def test_a_per_node_pod_only_concerns_its_own_node() -> None:
+    pods = node_pods("validate", "state-validation", ["n1", "n2"])
+    want = wanted(states("state-validation"), pods, ["n1", "n2"])
+    result = walk.walk(want, seen([node("n1"), node("n2")], pods=[bare_pod(pods[0])]))
+    assert result.nodes["n1"]["state-validation"].phase is Phase.COMPLETE
+    assert result.nodes["n2"]["state-validation"].phase is Phase.PROGRESSING
+
+
+def test_a_failure_wins_over_waiting_and_a_stuck_reason_wins_over_a_plain_wait() -> None:
+    a, b = ds("a", "s"), ds("b", "s")
+    pods = [
+        ds_pod(a, "n1", ready=False),
+        ds_pod(b, "n1", ready=False, containers=()),
+    ]
+    stuck = ds_pod(b, "n1", ready=False, containers=(container(waiting_reason="ImagePullBackOff"),))
+    want = wanted(states("s"), [a, b], ["n1"])
+    plain = walk.walk(want, seen([node("n1")], objects=[live(a), live(b)], pods=pods))
+    named = walk.walk(want, seen([node("n1")], objects=[live(a), live(b)], pods=[pods[0], stuck]))
+    assert plain.nodes["n1"]["s"].reason == f"pod {pods[0].name} not ready"
+    assert named.nodes["n1"]["s"].reason.startswith("ImagePullBackOff")
+    assert named.nodes["n1"]["s"].stuck
+
+
+def test_the_walk_order_puts_every_after_state_first_and_keeps_recipe_order_otherwise() -> None:
+    recipe = (
+        desired.StateSpec(name="c", after=("b",)),
+        desired.StateSpec(name="a"),
+        desired.StateSpec(name="b", after=("a",)),
+        desired.StateSpec(name="d", after=("a",)),
+    )
+    assert walk.topological_order(recipe) == ("a", "b", "c", "d")
+
+
+def test_a_cycle_or_an_unknown_after_state_is_a_recipe_error() -> None:
+    cycle = (desired.StateSpec(name="a", after=("b",)), desired.StateSpec(name="b", after=("a",)))
+    with pytest.raises(errors.RecipeInvalid, match="cycle"):
+        walk.topological_order(cycle)
+    with pytest.raises(errors.RecipeInvalid, match="unknown state nope"):
+        walk.topological_order((desired.StateSpec(name="a", after=("nope",)),))
