@@ -62,6 +62,10 @@ class Discovery:
             raise errors.NotFound(f"the server does not serve {kind} in {api_version}", reason="NotFound")
         return found
 
+    def cached(self, api_version: str, kind: str) -> Resource | None:
+        """What is known without a request (for synchronous callers)."""
+        return self._by_gv.get(api_version, {}).get(kind)
+
     async def is_served(self, api_version: str, kind: str) -> bool:
         try:
             await self.resource(api_version, kind)
