@@ -24,7 +24,6 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -53,14 +52,17 @@ class Requester(Protocol):
     ) -> Any: ...
 
 
-@dataclass(frozen=True, kw_only=True)
-class EventSpec:
-    """One Event to emit about a SpecialResource (a transition, never a heartbeat)."""
+class EventLike(Protocol):
+    """One Event to emit about a SpecialResource (``sro.status.events.Event``)."""
 
-    reason: str  # CamelCase, e.g. StateCompleted
-    message: str
-    type: str = "Normal"  # Normal | Warning
-    action: str = "Reconcile"
+    @property
+    def type(self) -> str: ...  # Normal | Warning
+
+    @property
+    def reason(self) -> str: ...  # CamelCase, e.g. StateCompleted
+
+    @property
+    def message(self) -> str: ...
 
 
 def status_path(name: str) -> str:
@@ -107,7 +109,7 @@ class StatusWriter:
         log.debug("status written", sr=name, state=status.get("state", ""))
         return True
 
-    async def emit(self, *, sr_name: str, sr_uid: str, events: Sequence[EventSpec]) -> int:
+    async def emit(self, *, sr_name: str, sr_uid: str, events: Sequence[EventLike]) -> int:
         """Create one Event per entry; an Event that cannot be written is logged, not raised.
 
         Events are advisory: losing one must never fail the reconcile that caused it.
@@ -124,7 +126,7 @@ class StatusWriter:
                 log.warning("event not written", sr=sr_name, reason=event.reason, error=str(exc))
         return written
 
-    def _event_body(self, *, sr_name: str, sr_uid: str, event: EventSpec) -> dict[str, Any]:
+    def _event_body(self, *, sr_name: str, sr_uid: str, event: EventLike) -> dict[str, Any]:
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         return {
             "apiVersion": "events.k8s.io/v1",
@@ -133,7 +135,7 @@ class StatusWriter:
             "eventTime": now,
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self._instance[:128],
-            "action": event.action,
+            "action": "Reconcile",
             "reason": event.reason,
             "note": event.message[:_NOTE_MAX],
             "type": event.type,
