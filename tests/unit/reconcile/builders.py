@@ -223,7 +223,8 @@ class World:
                 self.objects[o.ref] = live(o)
             if o.kind == "Pod" and (o.ref.namespace, o.ref.name) not in self.pods:
                 phase = self.pod_outcome.get(o.ref.name, "Succeeded")
-                made = failed_pod(o) if phase == "Failed" else bare_pod(o, phase=phase)
+                uid = f"pod-{o.ref.name}-{self.created.count(o.ref) + len(self.pods)}"
+                made = failed_pod(o, uid=uid) if phase == "Failed" else bare_pod(o, phase=phase, uid=uid)
                 self.pods[(o.ref.namespace, o.ref.name)] = made
         self.status, self.retries, self.last = p.status, p.retries, p
         self.schedule()

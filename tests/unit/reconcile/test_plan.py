@@ -1,0 +1,313 @@
+"""The plan as the engine will execute it: apply order, deletions, retries with backoff,
+resets after a replaced workload, wait-for-logs, kernel changes, departed nodes, teardown,
+and that an unchanged world plans nothing new.
+
+Driven through ``World`` (builders), an in-memory stand-in for the cluster between
+reconciles; readiness and walking details have their own tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from builders import (
+    K1,
+    K2,
+    NS,
+    SR,
+    T0,
+    World,
+    container,
+    ds,
+    ds_pod,
+    label,
+    labels_of,
+    live,
+    node,
+    node_pods,
+    obj,
+    seen,
+    states,
+    wanted,
+)
+
+from sro.model import desired, views
+from sro.reconcile import lifecycle, plan
+from sro.status import events, summary
+
+pytestmark = pytest.mark.unit
+
+NODES = ("n1", "n2", "n3")
+LINEAR = states("state-driver", "state-validation", "state-device-plugin")
+
+
+def gpu_objects(nodes: tuple[str, ...] = NODES, *, driver: list[desired.DesiredObject] | None = None) -> list:
+    return [
+        *(driver or [ds("driver", "state-driver")]),
+        *node_pods("validate", "state-validation", nodes),
+        ds("plugin", "state-device-plugin"),
+    ]
+
+
+def linear_world(**kw: Any) -> World:
+    return World(desired=wanted(LINEAR, gpu_objects(), NODES), nodes={n: node(n) for n in NODES}, **kw)
+
+
+def test_objects_are_applied_namespace_first_then_crds_rbac_config_and_workloads_last() -> None:
+    objects = [
+        ds("driver", "state-driver"),
+        obj("ConfigMap", "cfg", "state-driver"),
+        obj("RoleBinding", "rb", "state-driver", api_version="rbac.authorization.k8s.io/v1"),
+        obj("ServiceAccount", "sa", "state-driver"),
+        obj("CustomResourceDefinition", "x.example.com", "state-driver", namespace=""),
+        obj("Namespace", NS, "state-driver", namespace=""),
+        obj("ServiceMonitor", "mon", "state-driver", api_version="monitoring.coreos.com/v1"),
+    ]
+    p = plan.plan(wanted(states("state-driver"), objects, ["n1"]), seen([node("n1")]), now=T0)
+    kinds = [o.kind for o in p.apply]
+    expected = [
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "RoleBinding",
+        "ConfigMap",
+        "ServiceMonitor",
+        "DaemonSet",
+    ]
+    assert kinds == expected
+
+
+def test_a_failed_validation_pod_fails_that_node_only_and_is_recreated_after_backoff() -> None:
+    world = linear_world(pod_outcome={"validate-n2": "Failed"})
+    world.settle()
+    p = world.last
+    assert p is not None and p.walk is not None
+    assert p.walk.nodes["n2"]["state-validation"].phase.value == "Failed"
+    assert world.complete_states("n1") == {"state-driver", "state-validation", "state-device-plugin"}
+    assert world.complete_states("n2") == {"state-driver"}
+    assert p.status["state"] == "Degraded: StateFailed on 1 node (n2: Error (exit code 1))"
+    assert p.requeue_after == 10.0
+    assert p.retries[obj("Pod", "validate-n2", "s").ref].attempts == 1
+    assert not p.delete and "validate-n2" not in {o.ref.name for o in p.apply}
+
+    world.later(4)
+    assert world.step().requeue_after == 6.0
+    world.later(6)
+    world.pod_outcome["validate-n2"] = "Succeeded"
+    failed_uid = world.pods[(NS, "validate-n2")].uid
+    due = world.step()
+    assert [(d.ref.name, d.uid) for d in due.delete] == [("validate-n2", failed_uid)]
+    world.settle()
+    assert world.complete_states("n2") == {"state-driver", "state-validation", "state-device-plugin"}
+    assert world.status["state"] == "Ready: 3/3 nodes"
+    assert world.retries == {}
+
+
+def test_the_backoff_doubles_with_each_failure_of_the_same_pod() -> None:
+    world = linear_world(pod_outcome={"validate-n1": "Failed"})
+    world.settle()
+    world.later(10)
+    world.step()  # deletes the failed pod
+    world.step()  # recreates it; it fails again
+    world.step()
+    assert world.last is not None
+    assert world.last.retries[obj("Pod", "validate-n1", "s").ref].attempts == 2
+    assert world.last.requeue_after == 20.0
+    assert [lifecycle.backoff(n).total_seconds() for n in (1, 2, 3, 9, 100)] == [10, 20, 40, 300, 300]
+
+
+def test_an_image_pull_backoff_is_named_in_the_progressing_state() -> None:
+    d = ds("driver", "state-driver")
+    stuck = ds_pod(d, "n2", ready=False, containers=(container(waiting_reason="ImagePullBackOff"),))
+    want = wanted(states("state-driver"), [d], ["n1", "n2"])
+    view = seen([node("n1"), node("n2")], objects=[live(d)], pods=[ds_pod(d, "n1"), stuck])
+    p = plan.plan(want, view, now=T0)
+    row = p.status["states"][0]
+    assert p.status["state"] == "Progressing: state-driver 1/2 nodes"
+    assert row["phase"] == "Progressing"
+    assert row["message"] == f"n2: ImagePullBackOff (pod {stuck.name})"
+
+
+def test_a_replaced_driver_pod_resets_the_later_states_on_that_node_only() -> None:
+    world = linear_world()
+    world.settle()
+    others = {n: dict(world.nodes[n].labels) for n in ("n2", "n3")}
+    key = (NS, "driver-n1")
+    world.pods[key] = replace(world.pods[key], uid="replacement", ready=False, containers=())
+
+    p = world.step()
+    assert labels_of(p) == {
+        "n1": {
+            label("state-driver"): None,
+            label("state-validation"): None,
+            label("state-device-plugin"): None,
+            lifecycle.complete_label(SR): None,
+        }
+    }
+    assert [(d.ref.name, d.reason.split(":")[0]) for d in p.delete] == [
+        ("validate-n1", "state-validation is not open on n1")
+    ]
+    assert p.status["state"] == "Progressing: state-driver 2/3 nodes"
+
+    world.pods[key] = replace(world.pods[key], ready=True)
+    world.settle()
+    assert world.created.count(obj("Pod", "validate-n1", "s").ref) == 2  # the validation ran again
+    assert world.complete_states("n1") == {"state-driver", "state-validation", "state-device-plugin"}
+    assert {n: dict(world.nodes[n].labels) for n in ("n2", "n3")} == others
+
+
+def test_a_new_template_generation_is_not_ready_until_its_pod_replaces_the_old_one() -> None:
+    world = linear_world()
+    world.settle()
+    driver = obj("DaemonSet", "driver", "s").ref
+    world.objects[driver] = replace(world.objects[driver], generation=2, template_generation=2)
+    p = world.step()
+    assert p.walk is not None
+    assert {p.walk.nodes[n]["state-driver"].phase.value for n in NODES} == {"Progressing"}
+    assert "old template generation" in p.walk.nodes["n1"]["state-driver"].reason
+    assert {c.node for c in p.node_labels} == set(NODES)
+
+
+def test_wait_for_logs_gates_the_state_and_asks_for_the_logs_it_needs() -> None:
+    d = ds("driver", "state-driver", logs=r"driver loaded")
+    pod = ds_pod(d, "n1")
+    want = wanted(states("state-driver"), [d], ["n1"])
+    without = plan.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod]), now=T0)
+    assert [r.uid for r in without.logs_needed] == [pod.uid]
+    assert without.requeue_after == plan.LOG_POLL.total_seconds()
+    assert without.status["phase"] == "Progressing"
+
+    logs = {pod.uid: {"main": "loading\ndriver loaded\n"}}
+    matched = plan.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod], logs=logs), now=T0)
+    assert matched.logs_needed == () and matched.requeue_after is None
+    assert matched.status["phase"] == "Ready"
+
+
+def kernel_world() -> World:
+    validation = node_pods("validate", "state-validation", ["n1", "n2"])
+    objects = [ds("driver-k1", "state-driver", group=K1), *validation]
+    return World(
+        desired=wanted(states("state-driver", "state-validation"), objects, ["n1", "n2"]),
+        nodes={"n1": node("n1"), "n2": node("n2")},
+    )
+
+
+def test_a_kernel_change_moves_the_node_to_its_new_group_and_deletes_the_empty_group() -> None:
+    world = kernel_world()
+    world.settle()
+    assert world.nodes["n2"].annotations[lifecycle.kernel_annotation(SR)] == K1.key
+    # n2 boots a new kernel: rendering now makes a copy for K2 too.
+    moved = [
+        ds("driver-k1", "state-driver", group=K1),
+        ds("driver-k2", "state-driver", group=K2),
+        *node_pods("validate", "state-validation", ["n1", "n2"]),
+    ]
+    world.desired = wanted(world.desired.states, moved, ["n1", "n2"], groups={"n1": K1, "n2": K2})
+    reset = world.step()
+    assert labels_of(reset)["n2"] == {
+        label("state-driver"): None,
+        label("state-validation"): None,
+        lifecycle.complete_label(SR): None,
+    }
+    assert [c.annotations for c in reset.node_labels] == [{lifecycle.kernel_annotation(SR): K2.key}]
+    assert [d.ref.name for d in reset.delete] == ["validate-n2"]
+    assert [e.reason for e in reset.events] == [events.KERNEL_GROUP_ADDED]
+    world.settle()
+    assert world.complete_states("n2") == {"state-driver", "state-validation"}
+
+    # n1 follows: no node is left on K1, so its DaemonSet goes.
+    validation = node_pods("validate", "state-validation", ["n1", "n2"])
+    last = [ds("driver-k2", "state-driver", group=K2), *validation]
+    world.desired = wanted(world.desired.states, last, ["n1", "n2"], groups={"n1": K2, "n2": K2})
+    gone = world.step()
+    assert [(d.ref.name, d.reason) for d in gone.delete] == [
+        ("driver-k1", "no longer desired"),
+        ("validate-n1", "state-validation is not open on n1: its pod runs again when it opens"),
+    ]
+    assert [e.reason for e in gone.events] == [events.KERNEL_GROUP_REMOVED, events.OBJECTS_REMOVED]
+    assert "DaemonSet/gpu-ns/driver-k1" in gone.events[-1].message
+    world.settle()
+    assert world.status["kernels"] == [{"kernel": K2.kernel, "os": "rhel9.4", "nodes": 2}]
+
+
+def test_a_node_that_leaves_the_selection_loses_its_labels_and_its_per_node_pod() -> None:
+    world = linear_world()
+    world.settle()
+    world.desired = wanted(LINEAR, gpu_objects(("n1", "n2")), ("n1", "n2"))
+    p = world.step()
+    assert labels_of(p)["n3"] == {
+        label("state-driver"): None,
+        label("state-validation"): None,
+        label("state-device-plugin"): None,
+        lifecycle.complete_label(SR): None,
+    }
+    assert p.node_labels[-1].annotations == {lifecycle.kernel_annotation(SR): None}
+    assert [d.ref.name for d in p.delete] == ["validate-n3"]
+    assert p.status["ready"] == "2/2"
+
+
+def test_an_unchanged_world_plans_no_events_no_writes_and_the_same_status() -> None:
+    world = linear_world()
+    world.settle()
+    first = world.step()
+    again = plan.plan(world.desired, world.observe(), now=T0.replace(hour=9))
+    assert again.events == () and first.events == ()
+    assert again.node_labels == () and again.delete == ()
+    assert not summary.status_changed(first.status, again.status)
+
+
+def test_a_state_completing_everywhere_is_one_event() -> None:
+    world = linear_world()
+    reasons = []
+    for _ in range(8):
+        reasons += [(e.reason, e.message) for e in world.step().events]
+    assert reasons == [
+        ("StateCompleted", "state-driver is complete on 3 nodes"),
+        ("StateCompleted", "state-validation is complete on 3 nodes"),
+        ("StateCompleted", "state-device-plugin is complete on 3 nodes"),
+    ]
+
+
+def test_no_selected_nodes_is_reported_as_such_and_still_cleans_up() -> None:
+    world = linear_world()
+    world.settle()
+    world.desired = wanted(LINEAR, [ds("driver", "state-driver"), ds("plugin", "state-device-plugin")], [])
+    p = world.step()
+    assert p.status["phase"] == "NoNodes"
+    assert p.status["conditions"][0]["reason"] == "NoMatchingNodes"
+    assert {c.node for c in p.node_labels} == set(NODES)
+    assert sorted(d.ref.name for d in p.delete) == ["validate-n1", "validate-n2", "validate-n3"]
+    assert {o.ref.name for o in p.apply} == {"driver", "plugin"}  # already there: kept up to date
+
+
+def test_teardown_deletes_everything_strips_every_node_and_then_frees_the_finalizer() -> None:
+    world = linear_world()
+    world.settle()
+    namespace = obj("Namespace", NS, "state-driver", namespace="")
+    world.objects[namespace.ref] = live(namespace, phase="Active")
+    down = plan.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
+    names = ["driver", "plugin", "validate-n1", "validate-n2", "validate-n3", NS]
+    assert [d.ref.name for d in down.delete] == names  # workloads first, the namespace last
+    assert {c.node for c in down.node_labels} == set(NODES)
+    assert not down.finalizer_removable
+    assert down.status["phase"] == "Removed"
+
+    for d in down.delete:
+        world.objects.pop(d.ref, None)
+    for change in down.node_labels:
+        world.nodes[change.node] = node(change.node)
+    world.pods.clear()
+    done = plan.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
+    assert done.finalizer_removable and done.delete == () and done.node_labels == ()
+    assert done.status["state"] == "Removed: everything sro made is deleted"
+
+
+def test_the_srs_taints_go_on_selected_nodes_and_come_off_departed_ones() -> None:
+    taint = views.Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+    record = {"sro.dev/taints.gpu": '[{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]'}
+    gone = views.NodeView(name="old", taints=(taint,), annotations=record)
+    want = wanted(states("s"), [], ["n1"])
+    p = plan.plan(want, seen([node("n1")], departed=(gone,), taints=(taint,)), now=T0)
+    assert {c.node: c.taints for c in p.node_labels} == {"n1": (taint,), "old": ()}
