@@ -1,0 +1,95 @@
+"""Lifecycle decisions alone: label keys and their validity, the node patch, kernel-change
+detection, stale objects, and what counts as left over at teardown.
+
+Whole-plan scenarios (kernel moves, retries, departures) are in ``test_plan``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
+
+from sro import errors
+from sro.model import views
+from sro.reconcile import lifecycle, walk
+
+pytestmark = pytest.mark.unit
+
+
+def test_state_labels_are_keyed_under_the_srs_prefix() -> None:
+    assert lifecycle.state_label("nvidia-gpu", "state-driver") == "nvidia-gpu.sro.dev/state-driver"
+    assert lifecycle.complete_label("nvidia-gpu") == "nvidia-gpu.sro.dev/complete"
+
+
+@pytest.mark.parametrize(
+    ("sr", "state"),
+    [("gpu", "x" * 64), ("gpu", "-leading-dash"), ("gpu", "has space"), ("Upper", "state"), ("a" * 64, "s")],
+)
+def test_a_state_or_sr_name_that_makes_no_valid_label_key_is_a_recipe_error(sr: str, state: str) -> None:
+    with pytest.raises(errors.RecipeInvalid, match="not a valid label key"):
+        lifecycle.state_label(sr, state)
+
+
+def test_the_longest_allowed_names_still_make_valid_keys() -> None:
+    key = lifecycle.state_label("s" * 40, "t" * 40)
+    assert len(key.split("/")[1]) == 40
+
+
+def test_a_node_change_patches_only_labels_and_annotations() -> None:
+    change = lifecycle.NodeChange(node="n1", labels={"a": "ready", "b": None}, annotations={"c": None})
+    assert change.patch() == {"metadata": {"labels": {"a": "ready", "b": None}, "annotations": {"c": None}}}
+
+
+def test_a_node_whose_kernel_group_differs_from_the_recorded_one_is_reset() -> None:
+    key = lifecycle.kernel_annotation(SR)
+    want = wanted(states("s"), [], ["n1", "n2", "n3"], groups={"n1": K1, "n2": K2, "n3": K2})
+    view = seen([node("n1", annotations={key: K1.key}), node("n2", annotations={key: K1.key}), node("n3")])
+    assert lifecycle.kernel_resets(want, view) == frozenset({"n2"})  # n3 has no record yet: no reset
+
+
+def test_a_reset_node_is_pending_everywhere_and_loses_its_labels() -> None:
+    d = ds("driver", "s")
+    key = lifecycle.kernel_annotation(SR)
+    labelled = node("n1", labels={lifecycle.state_label(SR, "s"): "ready"}, annotations={key: K1.key})
+    want = wanted(states("s"), [d], ["n1"], groups={"n1": K2})
+    view = seen([labelled], objects=[live(d)], pods=[ds_pod(d, "n1")])
+    walked = walk.walk(want, view, reset=lifecycle.kernel_resets(want, view))
+    assert walked.nodes["n1"]["s"].phase is walk.Phase.PENDING
+    assert walked.nodes["n1"]["s"].reason == walk.RESET_REASON
+    (change,) = lifecycle.node_changes(want, view, walked)
+    assert change.labels == {lifecycle.state_label(SR, "s"): None}
+    assert change.annotations == {key: K2.key}
+
+
+def test_objects_not_desired_are_stale_unless_already_going_or_made_by_a_controller() -> None:
+    keep, old, going = ds("keep", "s"), ds("old", "s"), ds("going", "s")
+    ds_made = obj("Pod", "keep-n1", "s")
+    controller_pod = ds_pod(keep, "n1")
+    want = wanted(states("s"), [keep], ["n1"])
+    view = seen(
+        [node("n1")],
+        objects=[live(keep), live(old), live(going, deleting=True), live(ds_made)],
+        pods=[controller_pod],
+    )
+    assert [(d.ref.name, d.uid) for d in lifecycle.stale_objects(want, view)] == [("old", "uid-old")]
+
+
+def test_teardown_counts_objects_being_deleted_as_not_yet_gone() -> None:
+    pod = node_pods("validate", "s", ["n1"])[0]
+    view = seen([node("n1")], objects=[live(pod, deleting=True)], pods=[bare_pod(pod)])
+    down = lifecycle.teardown(sr_name=SR, seen=view)
+    assert down.delete == ()
+    assert not down.done
+
+
+def test_teardown_removes_only_this_srs_labels_and_recorded_taints() -> None:
+    mine = views.Taint(key="gpu", value="present")
+    admins = views.Taint(key="dedicated", value="ml")
+    record = {"sro.dev/taints.gpu": '[{"effect": "NoSchedule", "key": "gpu", "value": "present"}]'}
+    labels = {"gpu.sro.dev/s": "ready", "other.sro.dev/s": "ready", "kubernetes.io/os": "linux"}
+    carrying = views.NodeView(name="n1", labels=labels, taints=(mine, admins), annotations=record)
+    down = lifecycle.teardown(sr_name=SR, seen=seen([carrying]))
+    (change,) = down.node_changes
+    assert change.labels == {"gpu.sro.dev/s": None}
+    assert change.taints == ()
+    assert not down.done
