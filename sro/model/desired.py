@@ -122,7 +122,8 @@ class DesiredState:
 
     ``states`` are in recipe order; ``after`` edges form a DAG (validated on load).
     ``nodes`` are the names of selected nodes, sorted; ``kernel_groups`` maps each
-    selected node to its group.
+    selected node to its group. ``warnings`` are for the user (Events, ``sro lint``), never
+    a reason to stop.
     """
 
     sr_name: str
@@ -132,6 +133,7 @@ class DesiredState:
     objects: tuple[DesiredObject, ...]
     nodes: tuple[str, ...]
     kernel_groups: Mapping[str, KernelGroup]
+    warnings: tuple[str, ...] = ()  # e.g. optional objects skipped, legacy annotations ignored
 
     def objects_of(self, state: str) -> tuple[DesiredObject, ...]:
         return tuple(o for o in self.objects if o.state == state)

@@ -1,0 +1,340 @@
+"""The ``sro`` command: ``run`` the operator, or ``lint`` and ``render`` recipes offline.
+
+``lint`` and ``render`` use the very code ``run`` uses (``sro.hooks.pipeline``), so what
+they print is what the operator would apply. Exit status: 0 fine, 1 something invalid,
+2 a usage error. Every ``run`` flag has an environment fallback, named in ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+import sro
+from sro.errors import Location, RecipeError, SroError
+from sro.hooks import offline, pipeline
+from sro.model import inventory
+from sro.model import specialresource as srmodel
+from sro.render import kinds, sources, values, yamlstrict
+from sro.render import recipe as recipe_
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def _flag(parser: argparse.ArgumentParser, flag: str, env: str, default: str, text: str, **kw: Any) -> None:
+    parser.add_argument(
+        flag, default=_env(env, default), help=f"{text} (env {env}; default: %(default)r)", **kw
+    )
+
+
+def _proxy_flags(parser: argparse.ArgumentParser) -> None:
+    _flag(parser, "--http-proxy", "SRO_HTTP_PROXY", "", "HTTP proxy injected into proxy-annotated containers")
+    _flag(parser, "--https-proxy", "SRO_HTTPS_PROXY", "", "HTTPS proxy injected likewise")
+    _flag(parser, "--no-proxy", "SRO_NO_PROXY", "", "NO_PROXY list injected likewise")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sro", description=__doc__.splitlines()[0] if __doc__ else None)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser("version", help="print the version")
+
+    lint = commands.add_parser("lint", help="check recipe directories and SpecialResource files offline")
+    lint.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a recipe directory, or a YAML file of SpecialResources"
+    )
+
+    render = commands.add_parser("render", help="print the objects a SpecialResource would get")
+    render.add_argument("--recipe", required=True, type=Path, metavar="DIR", help="the recipe directory")
+    render.add_argument("--sr", required=True, type=Path, metavar="FILE", help="a SpecialResource YAML file")
+    where = render.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--nodes",
+        type=Path,
+        metavar="INVENTORY",
+        help="a node inventory (hack/inventory format) or a file of Node objects",
+    )
+    where.add_argument(
+        "--live", action="store_true", help="use the nodes and kinds of the cluster in KUBECONFIG"
+    )
+    render.add_argument(
+        "--cluster-version", default="1.36", help="Kubernetes version for templates (offline)"
+    )
+    _flag(render, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace, for templates")
+    _proxy_flags(render)
+
+    run = commands.add_parser(
+        "run", help="run the operator (KUBECONFIG locally, the service account in a pod)"
+    )
+    _flag(
+        run,
+        "--namespace",
+        "SRO_NAMESPACE",
+        "sro-system",
+        "the operator's namespace (ConfigMap recipes, lease)",
+    )
+    _flag(
+        run,
+        "--recipes",
+        "SRO_RECIPE_DIRS",
+        "",
+        "drop-in recipe directories, separated by ':'; they override built-in recipes of the same name",
+    )
+    _flag(run, "--metrics-addr", "SRO_METRICS_ADDR", "127.0.0.1:8080", "host:port serving /metrics")
+    _flag(run, "--health-addr", "SRO_HEALTH_ADDR", "127.0.0.1:8080", "host:port serving /healthz and /readyz")
+    _flag(
+        run,
+        "--leader-elect",
+        "SRO_LEADER_ELECT",
+        "true",
+        "take a Lease so only one replica writes",
+        choices=["true", "false"],
+    )
+    _flag(
+        run,
+        "--leader-elect-namespace",
+        "SRO_LEADER_ELECT_NAMESPACE",
+        "",
+        "namespace of the Lease (default: --namespace)",
+    )
+    _flag(run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format", choices=["json", "console", "auto"])
+    _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=int)
+    _proxy_flags(run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = {"version": _version, "lint": _lint, "render": _render, "run": _run}[args.command]
+    try:
+        return handler(args)
+    except SroError as exc:
+        print(f"sro {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _version(args: argparse.Namespace) -> int:
+    print(f"sro {sro.__version__}")
+    return 0
+
+
+# --- lint -------------------------------------------------------------------------------------
+
+
+def _print_warning(message: str, out: TextIO) -> None:
+    where, sep, rest = message.partition(": ")
+    print(f"{where}: warning: {rest}" if sep else f"warning: {message}", file=out)
+
+
+def _lint(args: argparse.Namespace) -> int:
+    errors: list[RecipeError] = []
+    warnings: list[str] = []
+    recipe_dirs: list[Path] = []
+    srs: list[srmodel.SpecialResource] = []
+    for raw in args.paths:
+        path = Path(raw)
+        if path.is_dir():
+            recipe_dirs.append(path)
+        elif path.is_file():
+            found, problems = read_specialresources(path)
+            srs.extend(found)
+            errors.extend(problems)
+        else:
+            errors.append(RecipeError("no such file or directory", location=Location(file=raw)))
+    linted = {d.name for d in recipe_dirs}
+    for directory in recipe_dirs:
+        users = [s for s in srs if s.spec.recipe == directory.name]
+        files = recipe_.files_from_directory(directory)
+        _, report = offline.load_and_check(
+            directory.name,
+            files,
+            source=recipe_.Source.DIRECTORY,
+            origin=str(directory).rstrip("/"),
+            srs=users,
+        )
+        errors.extend(report.errors)
+        warnings.extend(report.warnings)
+    search = sources.default_search_path()
+    for sr in srs:
+        if sr.spec.recipe in linted:
+            continue
+        try:
+            path, source = search.locate(sr.spec.recipe)
+        except RecipeError:
+            warnings.append(
+                f"{sr.name}: recipe {sr.spec.recipe!r} is not built in and not linted here; "
+                "only the SpecialResource was checked"
+            )
+            continue
+        _, report = offline.load_and_check(
+            path.name, recipe_.files_from_directory(path), source=source, origin=str(path), srs=[sr]
+        )
+        errors.extend(report.errors)
+        warnings.extend(report.warnings)
+    for warning in warnings:
+        _print_warning(warning, sys.stdout)
+    for error in errors:
+        print(str(error), file=sys.stdout)
+    return 1 if errors else 0
+
+
+def read_specialresources(path: Path) -> tuple[list[srmodel.SpecialResource], list[RecipeError]]:
+    """Every SpecialResource in a YAML file, and a problem per invalid one (with its line)."""
+    found: list[srmodel.SpecialResource] = []
+    problems: list[RecipeError] = []
+    for doc in recipe_.split_documents(path.read_text(encoding="utf-8"), file=str(path)):
+        try:
+            body = yamlstrict.load(doc.text, file=str(path), line_offset=doc.location.line - 1)
+            if isinstance(body, dict) and body.get("kind") not in (None, srmodel.KIND):
+                continue  # other objects may share the file
+            found.append(srmodel.parse(body, location=doc.location))
+        except RecipeError as exc:
+            problems.append(exc)
+    return found, problems
+
+
+# --- render -----------------------------------------------------------------------------------
+
+
+def _render(args: argparse.Namespace) -> int:
+    recipe = recipe_.load_directory(args.recipe, display=str(args.recipe).rstrip("/"))
+    found, problems = read_specialresources(args.sr)
+    if problems:
+        raise problems[0]
+    if not found:
+        raise RecipeError("no SpecialResource in the file", location=Location(file=str(args.sr)))
+    sr = found[0]
+    proxy = values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy)
+    operator = values.OperatorInfo(namespace=args.namespace, image="", version=sro.__version__)
+    if args.live:
+        result = _render_live(sr, recipe, operator=operator, proxy=proxy)
+    else:
+        nodes = inventory.load(args.nodes.read_text(encoding="utf-8"), file=str(args.nodes))
+        result = pipeline.render_desired(
+            sr,
+            recipe,
+            nodes,
+            cluster_version=args.cluster_version,
+            operator_info=operator,
+            proxy=proxy,
+            is_namespaced=kinds.builtin_is_namespaced,
+            is_served=kinds.builtin_is_served,
+        )
+    sys.stdout.write(format_desired(result, recipe=recipe))
+    for warning in result.warnings:
+        _print_warning(warning, sys.stderr)
+    return 0
+
+
+def _render_live(
+    sr: srmodel.SpecialResource,
+    recipe: recipe_.Recipe,
+    *,
+    operator: values.OperatorInfo,
+    proxy: values.ProxySettings,
+) -> Any:
+    try:
+        live = importlib.import_module("sro.kube.live")
+    except ImportError:
+        raise SroError(
+            "sro render --live needs the cluster client (sro.kube.live), which this build lacks; "
+            "use --nodes with an inventory"
+        ) from None
+    return asyncio.run(live.render(sr, recipe, operator=operator, proxy=proxy))
+
+
+def format_desired(result: Any, *, recipe: recipe_.Recipe) -> str:
+    """The objects as multi-document YAML, a comment header per state, in apply order."""
+    groups = sorted(set(result.kernel_groups.values()))
+    lines = [
+        f"# sro render: SpecialResource {result.sr_name}, "
+        f"recipe {recipe.name} ({recipe.source}: {recipe.origin})",
+        f"# namespace {result.namespace}; {len(result.nodes)} selected node(s); "
+        f"{len(groups)} kernel group(s): " + (", ".join(g.key for g in groups) or "none"),
+    ]
+    for state in result.states:
+        objects = result.objects_of(state.name)
+        after = ", ".join(state.after) or "-"
+        lines.append(
+            f"# ===== state {state.name} (after: {after}): {len(objects)} object(s)"
+            + ("; renders to nothing, complete at once" if not objects else "")
+        )
+        for obj in objects:
+            extra = f" kernel {obj.kernel_group.key}" if obj.kernel_group else ""
+            extra += f" node {obj.node}" if obj.node else ""
+            lines.append("---")
+            lines.append(f"# {obj.ref} from {obj.source}{extra}")
+            lines.append(
+                yaml.safe_dump(dict(obj.body), sort_keys=False, default_flow_style=False, width=100).rstrip(
+                    "\n"
+                )
+            )
+    return "\n".join(lines) + "\n"
+
+
+# --- run --------------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        app = importlib.import_module("sro.app")
+    except ImportError as exc:
+        if exc.name not in ("sro.app", "sro"):
+            raise
+        print("sro run: the operator runtime (sro.app) is not part of this build", file=sys.stderr)
+        return 1
+    result = app.run(run_settings(args))
+    if inspect.isawaitable(result):
+        result = asyncio.run(_await(result))
+    return int(result or 0)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
+def run_settings(args: argparse.Namespace) -> Any:
+    """``sro.settings.Settings`` from the run flags (sections the build lacks are left out)."""
+    settings_mod = importlib.import_module("sro.settings")
+    settings = settings_mod.Settings()
+    host, port = _address(args.health_addr)
+    changes: dict[str, Any] = {
+        "server": dataclasses.replace(settings.server, address=host, port=port),
+        "log": dataclasses.replace(settings.log, format=args.log_format),
+        "controller": dataclasses.replace(settings.controller, workers=args.workers),
+        "lease": dataclasses.replace(
+            settings.lease,
+            enabled=args.leader_elect == "true",
+            namespace=args.leader_elect_namespace or args.namespace,
+        ),
+    }
+    extra = {
+        "namespace": args.namespace,
+        "recipe_dirs": tuple(Path(p) for p in args.recipes.split(":") if p),
+        "metrics_address": _address(args.metrics_addr),
+        "proxy": values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy),
+    }
+    names = {f.name for f in dataclasses.fields(settings)}
+    changes.update({k: v for k, v in extra.items() if k in names})
+    return dataclasses.replace(settings, **changes)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""What a hook is and what it sees.
+
+A hook is a pure function from the rendered objects of a recipe to new objects, plus the
+annotation it answers to (if any) and a check of that annotation's value. Hooks never
+modify the objects they are given: they return edited copies (``edit``). The order in
+which hooks run is ``registry.HOOKS``; the context is the same for all of them.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sro.model import desired, views
+from sro.model import specialresource as srmodel
+from sro.render import kinds, values
+from sro.render import problems as problems_
+from sro.render import recipe as recipe_
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """Everything hooks may read about one render."""
+
+    sr: srmodel.SpecialResource
+    recipe: recipe_.Recipe
+    node_selector: Mapping[str, str]  # the effective one: the SR's, else the recipe's
+    nodes: tuple[views.NodeView, ...]  # selected nodes, sorted by name
+    groups: Mapping[str, desired.KernelGroup]  # node name -> its kernel group
+    proxy: values.ProxySettings
+    is_namespaced: kinds.IsNamespaced
+    is_served: kinds.IsServed
+    problems: problems_.Problems
+
+    def members(self, group: desired.KernelGroup) -> list[views.NodeView]:
+        """Selected nodes in ``group``, by name."""
+        return [n for n in self.nodes if self.groups.get(n.name) == group]
+
+    def after(self, state: str) -> tuple[str, ...]:
+        return self.recipe.state(state).after
+
+
+Check = Callable[[str], "str | None"]
+"""An annotation value -> why it is invalid, or None."""
+Apply = Callable[[Sequence[desired.DesiredObject], Context], list[desired.DesiredObject]]
+
+
+def check_bool(value: str) -> str | None:
+    return None if value in ("true", "false") else 'must be "true" or "false"'
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hook:
+    """One step of the pipeline; ``annotation`` is its key under ``sro.dev/`` ("" for none)."""
+
+    name: str
+    apply: Apply
+    annotation: str = ""
+    check: Check = check_bool
+
+
+def edit(obj: desired.DesiredObject, **changes: Any) -> tuple[desired.DesiredObject, dict[str, Any]]:
+    """A copy of ``obj`` with a body the caller may modify, and that body."""
+    body = copy.deepcopy(dict(obj.body))
+    return dataclasses.replace(obj, body=body, **changes), body
+
+
+def metadata(body: dict[str, Any]) -> dict[str, Any]:
+    meta = body.setdefault("metadata", {})
+    assert isinstance(meta, dict)
+    return meta
+
+
+def sub(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    """``mapping[key]`` as a dict, created (or replaced when null) if needed."""
+    value = mapping.get(key)
+    if not isinstance(value, dict):
+        value = mapping[key] = {}
+    return value

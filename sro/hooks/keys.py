@@ -1,0 +1,74 @@
+"""Reading and validating the ``sro.dev/`` annotations of rendered objects.
+
+Keys live under ``sro.dev/``; recipes written for the original operator use
+``specialresource.openshift.io/``, accepted as an alias for every key with an sro hook.
+Its ``state`` and ``driver-container-vendor`` keys are accepted and ignored (the
+directory is the state; sro builds nothing), with a warning for ``sro lint``. Any other
+key under either prefix, or an invalid value, is RecipeInvalid: a typo must not turn a
+hook off silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sro.errors import RecipeInvalid
+from sro.hooks import base
+from sro.model import desired
+from sro.render import problems as problems_
+
+PREFIX = "sro.dev/"
+LEGACY_PREFIX = "specialresource.openshift.io/"
+LEGACY_IGNORED = frozenset({"state", "driver-container-vendor"})
+
+
+def _annotations(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = body.get("metadata") or {}
+    found = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
+
+
+def get(obj: desired.DesiredObject, name: str) -> str | None:
+    """The value of hook annotation ``name`` (``sro.dev/`` first, then the legacy alias)."""
+    annotations = _annotations(obj.body)
+    value = annotations.get(PREFIX + name, annotations.get(LEGACY_PREFIX + name))
+    return None if value is None else str(value)
+
+
+def flag(obj: desired.DesiredObject, name: str, *, default: bool = False) -> bool:
+    value = get(obj, name)
+    return default if value is None else value == "true"
+
+
+def validate(obj: desired.DesiredObject, hooks: Sequence[base.Hook], *, problems: problems_.Problems) -> bool:
+    """Check every sro annotation of ``obj``; False (and problems recorded) if any is wrong."""
+    checks = {h.annotation: h.check for h in hooks if h.annotation}
+    ok = True
+    for raw_key, value in _annotations(obj.body).items():
+        key = str(raw_key)
+        if key.startswith(PREFIX):
+            name = key.removeprefix(PREFIX)
+        elif key.startswith(LEGACY_PREFIX):
+            name = key.removeprefix(LEGACY_PREFIX)
+            if name in LEGACY_IGNORED:
+                problems.warn(
+                    f"{obj.source}: {obj.ref}: annotation {key} is ignored in sro "
+                    "(the state is the directory)"
+                )
+                continue
+        else:
+            continue
+        where = f"{obj.ref}: annotation {key}"
+        check = checks.get(name)
+        if check is None:
+            known = ", ".join(PREFIX + n for n in sorted(checks))
+            problems.add(RecipeInvalid(f"{where} is unknown (known: {known})", location=obj.source))
+            ok = False
+        elif not isinstance(value, str):
+            problems.add(RecipeInvalid(f"{where} must be a string", location=obj.source))
+            ok = False
+        elif problem := check(value):
+            problems.add(RecipeInvalid(f"{where}: {value!r} {problem}", location=obj.source))
+            ok = False
+    return ok

@@ -1,0 +1,119 @@
+"""Checking recipes and SpecialResources without a cluster (``sro lint``).
+
+A recipe is only valid if it renders, so lint renders it, for a representative
+inventory: one synthetic node per common OS family (each its own kernel group) that
+carries the recipe's selector labels, so kernel-affine and per-node documents are
+exercised too. Kinds are judged by the built-in table (an unknown kind must be optional).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from sro.errors import RecipeError
+from sro.hooks import pipeline
+from sro.model import specialresource as srmodel
+from sro.model import views
+from sro.render import kinds, values
+from sro.render import problems as problems_
+from sro.render import recipe as recipe_
+
+# (name, kernel, os id, os version, osImage): one per OS family a recipe is likely to meet.
+REPRESENTATIVE = (
+    ("lint-rhel94", "5.14.0-427.13.1.el9_4.x86_64", "rhel", "9.4", "Red Hat Enterprise Linux 9.4 (Plow)"),
+    ("lint-ubuntu2204", "5.15.0-105-generic", "ubuntu", "22.04", "Ubuntu 22.04.4 LTS"),
+)
+
+
+def representative_nodes(selector: Mapping[str, str]) -> list[views.NodeView]:
+    """Synthetic nodes that ``selector`` selects, one per entry of REPRESENTATIVE."""
+    nodes = []
+    for name, kernel, os_id, version, image in REPRESENTATIVE:
+        labels = {
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            views.KERNEL_LABEL: kernel,
+            views.OS_ID_LABEL: os_id,
+            views.OS_VERSION_LABEL: version,
+            views.OS_MAJOR_LABEL: version.split(".")[0],
+            views.OS_MINOR_LABEL: version.split(".")[1],
+            **selector,
+        }
+        nodes.append(
+            views.NodeView(
+                name=name,
+                labels=MappingProxyType(labels),
+                ready=True,
+                kernel_version=kernel,
+                os_image=image,
+                architecture="amd64",
+            )
+        )
+    return nodes
+
+
+def synthetic_sr(name: str) -> srmodel.SpecialResource:
+    """A SpecialResource with every default, for checking a recipe on its own."""
+    body: dict[str, Any] = {
+        "apiVersion": srmodel.API_VERSION,
+        "kind": srmodel.KIND,
+        "metadata": {
+            "name": name[: srmodel.NAME_MAX].rstrip("-"),
+            "uid": "00000000-0000-0000-0000-000000000000",
+        },
+        "spec": {"recipe": name},
+    }
+    return srmodel.parse(body)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    errors: tuple[RecipeError, ...]
+    warnings: tuple[str, ...]
+
+
+def check_recipe(
+    recipe: recipe_.Recipe, *, sr: srmodel.SpecialResource | None = None, cluster_version: str = "1.36"
+) -> Report:
+    """Render ``recipe`` (for ``sr``, or a default one) on representative nodes; every problem."""
+    sr = sr or synthetic_sr(recipe.name)
+    selector = pipeline.effective_selector(sr, recipe)
+    _, found = pipeline.collect_desired(
+        sr,
+        recipe,
+        representative_nodes(selector),
+        cluster_version=cluster_version,
+        operator_info=values.OperatorInfo(namespace="sro-system", image="sro:lint", version="lint"),
+        proxy=values.ProxySettings(
+            http="http://proxy.lint:3128", https="http://proxy.lint:3128", no_proxy=".cluster.local"
+        ),
+        is_namespaced=kinds.builtin_is_namespaced,
+        is_served=kinds.builtin_is_served,
+    )
+    return Report(errors=tuple(found.errors), warnings=tuple(found.warnings))
+
+
+def load_and_check(
+    name: str,
+    files: Mapping[str, str],
+    *,
+    source: recipe_.Source,
+    origin: str,
+    srs: Sequence[srmodel.SpecialResource] = (),
+) -> tuple[recipe_.Recipe | None, Report]:
+    """Validate a recipe's files, then render it for each of ``srs`` (or a default SR)."""
+    found = problems_.Problems()
+    recipe = recipe_.collect(name, files, source=source, origin=origin, problems=found)
+    if recipe is None:
+        return None, Report(errors=tuple(found.errors), warnings=tuple(found.warnings))
+    errors: list[RecipeError] = []
+    warnings: list[str] = []
+    targets: list[srmodel.SpecialResource | None] = [*srs] or [None]
+    for sr in targets:
+        report = check_recipe(recipe, sr=sr)
+        errors.extend(e for e in report.errors if str(e) not in {str(x) for x in errors})
+        warnings.extend(w for w in report.warnings if w not in warnings)
+    return recipe, Report(errors=tuple(errors), warnings=tuple(warnings))

@@ -1,0 +1,162 @@
+"""The pure entry point: a SpecialResource, its recipe and the nodes -> its DesiredState.
+
+``render_desired`` is what ``sro run`` applies and ``sro render`` prints, so the two can
+never disagree. It selects the nodes, groups them by kernel, renders every document,
+checks every annotation, runs the hooks in registry order and checks the result as a
+whole (no object twice). Nothing is returned unless everything is valid: one bad
+document makes the whole recipe fail before anything is written. The output is sorted
+(state order, then kind, then identity) so equal inputs give equal outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sro.errors import RecipeInvalid
+from sro.hooks import base, keys, registry
+from sro.model import desired, kernels, views
+from sro.model import specialresource as srmodel
+from sro.render import engine, kinds, templates, values
+from sro.render import problems as problems_
+from sro.render import recipe as recipe_
+
+# Apply order within a state: what others refer to first, workloads last.
+_KIND_ORDER = {
+    kind: rank
+    for rank, group in enumerate(
+        (
+            ("Namespace", "CustomResourceDefinition", "PriorityClass"),
+            ("ServiceAccount",),
+            ("ClusterRole", "Role"),
+            ("ClusterRoleBinding", "RoleBinding"),
+            ("ConfigMap", "Secret"),
+            ("Service",),
+        )
+    )
+    for kind in group
+}
+_WORKLOAD_RANK = 8
+_LIMITS = templates.Limits()
+
+
+def effective_selector(sr: srmodel.SpecialResource, recipe: recipe_.Recipe) -> Mapping[str, str]:
+    """The SpecialResource's nodeSelector when it has one, else the recipe's default."""
+    return sr.spec.node_selector if sr.spec.node_selector is not None else recipe.node_selector
+
+
+def select_nodes(nodes: Sequence[views.NodeView], selector: Mapping[str, str]) -> tuple[views.NodeView, ...]:
+    """Nodes carrying every label of ``selector``, sorted by name."""
+    return tuple(
+        sorted(
+            (n for n in nodes if all(n.labels.get(k) == v for k, v in selector.items())), key=lambda n: n.name
+        )
+    )
+
+
+def render_desired(
+    sr: srmodel.SpecialResource,
+    recipe: recipe_.Recipe,
+    nodes: Sequence[views.NodeView],
+    *,
+    cluster_version: str,
+    operator_info: values.OperatorInfo,
+    proxy: values.ProxySettings,
+    is_namespaced: kinds.IsNamespaced,
+    is_served: kinds.IsServed,
+    limits: templates.Limits = _LIMITS,
+) -> desired.DesiredState:
+    """Everything ``sr`` wants on ``nodes``; raises the first RecipeError (others as notes)."""
+    state, found = collect_desired(
+        sr,
+        recipe,
+        nodes,
+        cluster_version=cluster_version,
+        operator_info=operator_info,
+        proxy=proxy,
+        is_namespaced=is_namespaced,
+        is_served=is_served,
+        limits=limits,
+    )
+    found.raise_first()
+    assert state is not None
+    return state
+
+
+def collect_desired(
+    sr: srmodel.SpecialResource,
+    recipe: recipe_.Recipe,
+    nodes: Sequence[views.NodeView],
+    *,
+    cluster_version: str,
+    operator_info: values.OperatorInfo,
+    proxy: values.ProxySettings,
+    is_namespaced: kinds.IsNamespaced,
+    is_served: kinds.IsServed,
+    limits: templates.Limits = _LIMITS,
+) -> tuple[desired.DesiredState | None, problems_.Problems]:
+    """Like ``render_desired`` but returns every problem found instead of raising."""
+    found = problems_.Problems(warnings=list(recipe.warnings))
+    selector = effective_selector(sr, recipe)
+    selected = select_nodes(nodes, selector)
+    groups = kernels.group_nodes(selected)
+    inputs = values.Inputs(
+        sr=sr,
+        recipe_name=recipe.name,
+        set_values=values.merge(dict(recipe.defaults), dict(sr.spec.set)),
+        node_selector=selector,
+        cluster=values.ClusterInfo(version=cluster_version),
+        operator=operator_info,
+        proxy=proxy,
+    )
+    objects = engine.render_documents(recipe, inputs, groups=groups.values(), limits=limits, problems=found)
+    objects = [o for o in objects if keys.validate(o, registry.HOOKS, problems=found)]
+    ctx = base.Context(
+        sr=sr,
+        recipe=recipe,
+        node_selector=selector,
+        nodes=selected,
+        groups=groups,
+        proxy=proxy,
+        is_namespaced=is_namespaced,
+        is_served=is_served,
+        problems=found,
+    )
+    for hook in registry.HOOKS:
+        objects = hook.apply(objects, ctx)
+    _check_unique(objects, found)
+    if found:
+        return None, found
+    order = {s.name: i for i, s in enumerate(recipe.states)}
+    objects.sort(key=lambda o: (order[o.state], *_sort_key(o)))
+    return desired.DesiredState(
+        sr_name=sr.name,
+        namespace=sr.spec.namespace,
+        recipe=recipe.name,
+        states=tuple(desired.StateSpec(name=s.name, after=s.after) for s in recipe.states),
+        objects=tuple(objects),
+        nodes=tuple(n.name for n in selected),
+        kernel_groups=groups,
+        warnings=tuple(found.warnings),
+    ), found
+
+
+def _sort_key(obj: desired.DesiredObject) -> tuple[int, str, str, str, str]:
+    ref = obj.ref
+    rank = _WORKLOAD_RANK if obj.kind in kinds.WORKLOADS else _KIND_ORDER.get(obj.kind, _WORKLOAD_RANK - 1)
+    return rank, ref.api_version, ref.kind, ref.namespace, ref.name
+
+
+def _check_unique(objects: Sequence[desired.DesiredObject], found: problems_.Problems) -> None:
+    """The same object (apiVersion group, kind, namespace, name) may appear only once."""
+    first: dict[tuple[str, str, str, str], desired.DesiredObject] = {}
+    for obj in objects:
+        ref = obj.ref
+        key = (ref.group, ref.kind, ref.namespace, ref.name)
+        if key in first:
+            found.add(
+                RecipeInvalid(
+                    f"{ref} appears twice in the recipe (first at {first[key].source})", location=obj.source
+                )
+            )
+        else:
+            first[key] = obj

@@ -1,0 +1,77 @@
+"""The operator places every workload (contract §5); recipe authors write none of this.
+
+Into every DaemonSet and per-node Pod it injects: the effective nodeSelector (the
+SpecialResource's, else the recipe's), tolerations for the SpecialResource's own taints,
+and one required node-affinity expression per state it comes after
+(``<sr>.sro.dev/<state> In [ready]``; the direct ``after`` states suffice, since each of
+those already waited for its own) and per dependency (``<dep>.sro.dev/complete In
+[true]``). That is how a new node walks the states in order with no other coordination.
+The kernel group's selector was added by the kernel-affine hook already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sro.hooks import base, podspec
+from sro.model import desired
+from sro.model import specialresource as srmodel
+
+READY = "ready"
+COMPLETE = "true"
+
+
+def placed(obj: desired.DesiredObject) -> bool:
+    """Whether the operator places ``obj``: DaemonSets and per-node Pods."""
+    return obj.kind == "DaemonSet" or (obj.kind == "Pod" and obj.node is not None)
+
+
+def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[desired.DesiredObject]:
+    out: list[desired.DesiredObject] = []
+    for obj in objects:
+        if not placed(obj):
+            out.append(obj)
+            continue
+        new, body = base.edit(obj)
+        spec = podspec.pod_spec(body)
+        assert spec is not None
+        selector = base.sub(spec, "nodeSelector")
+        for key, value in ctx.node_selector.items():
+            selector[key] = value  # the operator decides placement, not the template
+        _tolerate(spec, [t.toleration() for t in ctx.sr.spec.taints])
+        expressions = [
+            {"key": srmodel.state_label(ctx.sr.name, s), "operator": "In", "values": [READY]}
+            for s in ctx.after(obj.state)
+        ] + [
+            {"key": srmodel.complete_label(dep), "operator": "In", "values": [COMPLETE]}
+            for dep in ctx.sr.spec.dependencies
+        ]
+        if expressions:
+            _require(spec, expressions)
+        out.append(new)
+    return out
+
+
+def _tolerate(spec: dict[str, Any], tolerations: list[dict[str, str]]) -> None:
+    if not tolerations:
+        return
+    existing = spec.get("tolerations")
+    current = list(existing) if isinstance(existing, list) else []
+    current.extend(t for t in tolerations if t not in current)
+    spec["tolerations"] = current
+
+
+def _require(spec: dict[str, Any], expressions: list[dict[str, Any]]) -> None:
+    """Add ``expressions`` to every required node-selector term (terms are ORed)."""
+    affinity = base.sub(base.sub(spec, "affinity"), "nodeAffinity")
+    required = base.sub(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+    terms = required.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        terms = required["nodeSelectorTerms"] = [{}]
+    for term in terms:
+        if not isinstance(term, dict):
+            continue
+        current = list(term.get("matchExpressions") or [])
+        current.extend(e for e in expressions if e not in current)
+        term["matchExpressions"] = current

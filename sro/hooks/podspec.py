@@ -1,0 +1,49 @@
+"""Where the pod template lives in each kind that runs pods.
+
+Several hooks edit pod specs (placement, proxy, kernel selectors); this is the one place
+that knows a DaemonSet keeps it at ``spec.template.spec`` and a CronJob two levels down.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sro.hooks import base
+
+_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": (),
+    "DaemonSet": ("spec", "template"),
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+
+
+def runs_pods(kind: str) -> bool:
+    return kind in _TEMPLATE_PATHS
+
+
+def pod_template(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The object holding the pod's ``metadata`` and ``spec`` (the Pod itself for a Pod)."""
+    path = _TEMPLATE_PATHS.get(str(body.get("kind", "")))
+    if path is None:
+        return None
+    node = body
+    for key in path:
+        node = base.sub(node, key)
+    return node
+
+
+def pod_spec(body: dict[str, Any]) -> dict[str, Any] | None:
+    template = pod_template(body)
+    return None if template is None else base.sub(template, "spec")
+
+
+def containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every container and init container of a pod spec."""
+    found: list[dict[str, Any]] = []
+    for key in ("initContainers", "containers"):
+        found.extend(c for c in spec.get(key) or () if isinstance(c, dict))
+    return found

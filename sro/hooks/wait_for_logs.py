@@ -1,0 +1,47 @@
+"""``sro.dev/wait-for-logs``: also wait until every container log of the object's pods matches.
+
+The value is a Python regular expression, compiled when the recipe is validated so a
+bad one is RecipeInvalid before anything is written, never an error at run time. The
+planner matches it against the last 4 KiB of each container's log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from sro.errors import RecipeInvalid
+from sro.hooks import base, keys, podspec
+from sro.model import desired
+
+ANNOTATION = "wait-for-logs"
+LOG_TAIL_BYTES = 4096
+
+
+def check(value: str) -> str | None:
+    if not value:
+        return "must be a non-empty regular expression"
+    try:
+        re.compile(value)
+    except re.error as exc:
+        return f"is not a valid regular expression: {exc}"
+    return None
+
+
+def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[desired.DesiredObject]:
+    out: list[desired.DesiredObject] = []
+    for obj in objects:
+        pattern = keys.get(obj, ANNOTATION)
+        if pattern is None:
+            out.append(obj)
+            continue
+        if not podspec.runs_pods(obj.kind):
+            ctx.problems.add(
+                RecipeInvalid(
+                    f"{obj.ref}: sro.dev/wait-for-logs applies to kinds that run pods", location=obj.source
+                )
+            )
+            continue
+        out.append(dataclasses.replace(obj, wait_for_logs=re.compile(pattern)))
+    return out

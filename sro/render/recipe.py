@@ -1,0 +1,421 @@
+"""Loading and validating a recipe: ``recipe.yaml``, the state graph and its documents.
+
+A recipe arrives as a mapping of relative path to text, whatever its source (a directory,
+a ConfigMap, the built-in assets), so every source is validated by the same code. The
+whole recipe is checked here, before anything is rendered or written: the keys of
+``recipe.yaml``, state names, the ``after`` graph, a directory per state, and every
+document's template syntax. Each document remembers its file and first line so every
+later error can point at it.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from sro.errors import Location, RecipeError, RecipeInvalid, RecipeNotFound
+from sro.model import names
+from sro.render import problems as problems_
+from sro.render import templates, yamlstrict
+
+RECIPE_FILE = "recipe.yaml"
+RECIPE_KEYS = frozenset({"description", "nodeSelector", "defaults", "states"})
+STATE_KEYS = frozenset({"name", "after"})
+STATE_NAME_MAX = 40  # goes into node label names next to the SpecialResource name
+RESERVED_STATES = frozenset({"complete"})  # the label set once every state is complete
+DOCUMENT_EXTENSIONS = (".yaml", ".yml")
+CONFIGMAP_SEPARATOR = "__"
+
+_KERNEL_AFFINE = re.compile(
+    r"^\s*['\"]?(?:sro\.dev|specialresource\.openshift\.io)/kernel-affine['\"]?\s*:\s*(['\"])true\1\s*(?:#.*)?$",
+    re.MULTILINE,
+)
+
+
+class Source(enum.StrEnum):
+    """Where a recipe came from, as status reports it."""
+
+    BUILT_IN = "built-in"
+    DIRECTORY = "directory"
+    CONFIGMAP = "configmap"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document:
+    """One YAML document of a state file, compiled and ready to render."""
+
+    location: Location  # file and the line the document starts on
+    index: int  # 1-based position of the document in its file
+    text: str
+    kernel_affine: bool  # the source carries the literal sro.dev/kernel-affine: "true"
+    compiled: templates.Compiled = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class State:
+    name: str
+    after: tuple[str, ...]
+    documents: tuple[Document, ...]
+    location: Location  # its entry in recipe.yaml
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """A validated recipe. ``digest`` changes whenever any of its files does."""
+
+    name: str
+    description: str
+    node_selector: Mapping[str, str]
+    defaults: Mapping[str, Any]
+    states: tuple[State, ...]
+    source: Source
+    origin: str  # the directory or ConfigMap it was read from
+    digest: str
+    warnings: tuple[str, ...] = ()
+
+    def state(self, name: str) -> State:
+        for state in self.states:
+            if state.name == name:
+                return state
+        raise KeyError(name)
+
+
+def files_from_directory(path: Path) -> dict[str, str]:
+    """Every file of a recipe directory (one level of state directories), by relative path."""
+    if not path.is_dir():
+        raise RecipeNotFound(f"recipe directory {path} does not exist", location=Location(file=str(path)))
+    files: dict[str, str] = {}
+    for entry in sorted(path.iterdir()):
+        if entry.is_file():
+            files[entry.name] = entry.read_text(encoding="utf-8")
+        elif entry.is_dir():
+            children = sorted(c for c in entry.iterdir() if c.is_file())
+            files.update({f"{entry.name}/{c.name}": c.read_text(encoding="utf-8") for c in children})
+            if not children:
+                files[f"{entry.name}/"] = ""  # an empty directory, so the state check can name it
+    return files
+
+
+def files_from_configmap(data: Mapping[str, str], *, origin: str) -> dict[str, str]:
+    """ConfigMap keys (``recipe.yaml``, ``<state>__<file>.yaml``) as relative paths."""
+    files: dict[str, str] = {}
+    for key, text in data.items():
+        if key == RECIPE_FILE:
+            files[key] = text
+            continue
+        state, sep, name = key.partition(CONFIGMAP_SEPARATOR)
+        if not sep or not state or not name:
+            raise RecipeInvalid(
+                f"ConfigMap key {key!r} is neither {RECIPE_FILE} nor <state>{CONFIGMAP_SEPARATOR}<file>.yaml",
+                location=Location(file=origin),
+            )
+        files[f"{state}/{name}"] = text
+    return files
+
+
+def load_directory(path: Path, *, source: Source = Source.DIRECTORY, display: str | None = None) -> Recipe:
+    """Load and validate the recipe in directory ``path``; raise the first RecipeError."""
+    return load(path.name, files_from_directory(path), source=source, origin=display or str(path))
+
+
+def load(name: str, files: Mapping[str, str], *, source: Source, origin: str) -> Recipe:
+    """Load and validate a recipe from its files; raise the first RecipeError."""
+    found = problems_.Problems()
+    recipe = collect(name, files, source=source, origin=origin, problems=found)
+    found.raise_first()
+    assert recipe is not None
+    return recipe
+
+
+def collect(
+    name: str, files: Mapping[str, str], *, source: Source, origin: str, problems: problems_.Problems
+) -> Recipe | None:
+    """Validate a recipe, adding every problem found to ``problems``; None if any."""
+    where = origin.rstrip("/")
+    if not names.is_dns_label(name):
+        problems.add(
+            RecipeInvalid(f"recipe name {name!r} must be a DNS label", location=Location(file=where))
+        )
+    if RECIPE_FILE not in files:
+        problems.add(RecipeInvalid(f"no {RECIPE_FILE}", location=Location(file=where)))
+        return None
+    recipe_file = f"{where}/{RECIPE_FILE}"
+    try:
+        header = _Header.parse(files[RECIPE_FILE], file=recipe_file, problems=problems)
+    except RecipeError as exc:
+        problems.add(exc)
+        return None
+    states = []
+    for entry in header.states:
+        docs = _state_documents(entry, files, where=where, problems=problems)
+        states.append(State(name=entry.name, after=entry.after, documents=docs, location=entry.location))
+    declared = {s.name for s in header.states}
+    for path in files:
+        directory = path.partition("/")[0]
+        if "/" in path and directory not in declared:
+            problems.warn(f"{where}/{directory}: directory is not a state listed in {RECIPE_FILE}; ignored")
+    if problems:
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return Recipe(
+        name=name,
+        description=header.description,
+        node_selector=MappingProxyType(header.node_selector),
+        defaults=MappingProxyType(header.defaults),
+        states=tuple(states),
+        source=source,
+        origin=origin,
+        digest=digest.hexdigest()[:16],
+        warnings=tuple(problems.warnings),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _StateEntry:
+    name: str
+    after: tuple[str, ...]
+    location: Location
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Header:
+    description: str
+    node_selector: dict[str, str]
+    defaults: dict[str, Any]
+    states: tuple[_StateEntry, ...]
+
+    @classmethod
+    def parse(cls, text: str, *, file: str, problems: problems_.Problems) -> _Header:
+        data = yamlstrict.load(text, file=file)
+        lines = _key_lines(text)
+        if not isinstance(data, Mapping):
+            raise RecipeInvalid(
+                "must be a mapping with description, nodeSelector, defaults, states",
+                location=Location(file=file, line=1),
+            )
+
+        def at(key: str) -> Location:
+            return Location(file=file, line=lines.get(key, 1))
+
+        for key in sorted(set(data) - RECIPE_KEYS, key=str):
+            problems.add(
+                RecipeInvalid(
+                    f"unknown key {key!r} (allowed: {', '.join(sorted(RECIPE_KEYS))})", location=at(str(key))
+                )
+            )
+        description = data.get("description") or ""
+        if not isinstance(description, str):
+            problems.add(RecipeInvalid("description must be a string", location=at("description")))
+        selector = _selector(data.get("nodeSelector"), location=at("nodeSelector"), problems=problems)
+        defaults = data.get("defaults") or {}
+        if not isinstance(defaults, Mapping):
+            problems.add(RecipeInvalid("defaults must be a mapping", location=at("defaults")))
+            defaults = {}
+        states = _states(data.get("states"), text=text, file=file, location=at("states"), problems=problems)
+        return cls(
+            description=str(description), node_selector=selector, defaults=dict(defaults), states=states
+        )
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """Line of each top-level key of a YAML mapping (for messages)."""
+    try:
+        node = yaml.compose(text, Loader=yamlstrict.StrictLoader)
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+
+
+def _state_lines(text: str) -> list[int]:
+    """Line of each item of the top-level ``states`` list."""
+    node = yaml.compose(text, Loader=yamlstrict.StrictLoader)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "states" and isinstance(value, yaml.SequenceNode):
+                return [item.start_mark.line + 1 for item in value.value]
+    return []
+
+
+def _selector(value: Any, *, location: Location, problems: problems_.Problems) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        problems.add(
+            RecipeInvalid("nodeSelector must be a mapping of label keys to string values", location=location)
+        )
+        return {}
+    out: dict[str, str] = {}
+    for key, val in value.items():
+        if not isinstance(val, str):
+            problems.add(
+                RecipeInvalid(f"nodeSelector value of {key!r} must be a string (quote it)", location=location)
+            )
+            continue
+        problem = names.label_key_problem(str(key)) or names.label_value_problem(val)
+        if problem:
+            problems.add(RecipeInvalid(f"nodeSelector {key}={val}: {problem}", location=location))
+        out[str(key)] = val
+    return out
+
+
+def _states(
+    value: Any, *, text: str, file: str, location: Location, problems: problems_.Problems
+) -> tuple[_StateEntry, ...]:
+    if not isinstance(value, list) or not value:
+        problems.add(RecipeInvalid("states must be a non-empty list", location=location))
+        return ()
+    lines = _state_lines(text)
+    entries: list[_StateEntry] = []
+    seen: set[str] = set()
+    previous: str | None = None
+    for i, item in enumerate(value):
+        here = Location(file=file, line=lines[i] if i < len(lines) else location.line)
+        if not isinstance(item, Mapping):
+            problems.add(RecipeInvalid("a state is a mapping with name and after", location=here))
+            continue
+        for key in sorted(set(item) - STATE_KEYS, key=str):
+            problems.add(RecipeInvalid(f"unknown state key {key!r} (allowed: after, name)", location=here))
+        name = str(item.get("name", ""))
+        if not names.is_dns_label(name, max_length=STATE_NAME_MAX):
+            problems.add(
+                RecipeInvalid(
+                    f"state name {name!r} must be a DNS label of at most {STATE_NAME_MAX} characters",
+                    location=here,
+                )
+            )
+        elif name in RESERVED_STATES:
+            problems.add(RecipeInvalid(f"state name {name!r} is reserved", location=here))
+        elif name in seen:
+            problems.add(RecipeInvalid(f"state {name!r} is listed twice", location=here))
+        seen.add(name)
+        if "after" in item:
+            after_raw = item["after"]
+            if after_raw is None:
+                after_raw = []
+            if not isinstance(after_raw, list) or not all(isinstance(a, str) for a in after_raw):
+                problems.add(
+                    RecipeInvalid(f"state {name!r}: after must be a list of state names", location=here)
+                )
+                after_raw = []
+            after = tuple(dict.fromkeys(after_raw))
+        else:
+            after = (previous,) if previous else ()
+        entries.append(_StateEntry(name=name, after=after, location=here))
+        previous = name
+    _check_graph(entries, problems=problems)
+    return tuple(entries)
+
+
+def _check_graph(entries: list[_StateEntry], *, problems: problems_.Problems) -> None:
+    """``after`` names existing states, not the state itself, and forms no cycle."""
+    by_name = {e.name: e for e in entries}
+    for entry in entries:
+        for dep in entry.after:
+            if dep == entry.name:
+                problems.add(
+                    RecipeInvalid(f"state {entry.name!r} cannot come after itself", location=entry.location)
+                )
+            elif dep not in by_name:
+                problems.add(
+                    RecipeInvalid(
+                        f"state {entry.name!r} comes after unknown state {dep!r}", location=entry.location
+                    )
+                )
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            cycle = [*visiting[visiting.index(name) :], name]
+            problems.add(
+                RecipeInvalid(f"states form a cycle: {' -> '.join(cycle)}", location=by_name[name].location)
+            )
+            return
+        visiting.append(name)
+        for dep in by_name[name].after:
+            if dep in by_name and dep != name:
+                visit(dep)
+        visiting.pop()
+        done.add(name)
+
+    for entry in entries:
+        visit(entry.name)
+
+
+def _state_documents(
+    entry: _StateEntry, files: Mapping[str, str], *, where: str, problems: problems_.Problems
+) -> tuple[Document, ...]:
+    prefix = entry.name + "/"
+    paths = sorted(p for p in files if p.startswith(prefix) and p != prefix)
+    if not any(p.endswith(DOCUMENT_EXTENSIONS) for p in paths):
+        exists = prefix in files or any(p.startswith(prefix) for p in files)
+        why = "has no .yaml files" if exists else "has no directory"
+        problems.add(
+            RecipeInvalid(
+                f"state {entry.name!r} {why} (expected {where}/{entry.name}/*.yaml)", location=entry.location
+            )
+        )
+        return ()
+    docs: list[Document] = []
+    for path in paths:
+        if not path.endswith(DOCUMENT_EXTENSIONS):
+            continue
+        for doc in split_documents(files[path], file=f"{where}/{path}"):
+            try:
+                docs.append(_compile(doc))
+            except RecipeError as exc:
+                problems.add(exc)
+    return tuple(docs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Split:
+    location: Location
+    index: int
+    text: str
+
+
+def split_documents(text: str, *, file: str) -> list[_Split]:
+    """Documents of a file, split on lines that are exactly ``---``; blank ones dropped.
+
+    ``index`` counts the non-blank documents, so "document 2" is the second one a reader sees.
+    """
+    segments: list[tuple[int, list[str]]] = []
+    start, current = 1, list[str]()
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if line.rstrip("\r\n") == "---":
+            segments.append((start, current))
+            start, current = number + 1, []
+        else:
+            current.append(line)
+    segments.append((start, current))
+    out: list[_Split] = []
+    for first_line, lines in segments:
+        body = "".join(lines)
+        if body.strip():
+            out.append(_Split(location=Location(file=file, line=first_line), index=len(out) + 1, text=body))
+    return out
+
+
+def _compile(doc: _Split) -> Document:
+    return Document(
+        location=doc.location,
+        index=doc.index,
+        text=doc.text,
+        kernel_affine=_KERNEL_AFFINE.search(doc.text) is not None,
+        compiled=templates.compile_document(doc.text, location=doc.location),
+    )
