@@ -40,8 +40,8 @@ class Writer(Protocol):
         """Server-side apply under the operator's field manager (force)."""
         ...
 
-    async def delete(self, ref: desired.ObjectRef, *, uid: str = "") -> None:
-        """Delete ``ref`` (precondition on ``uid`` when given); a missing object is fine."""
+    async def delete(self, ref: desired.ObjectRef, *, uid: str = "") -> bool:
+        """Delete ``ref`` (precondition on ``uid`` when given); False if it was already gone."""
         ...
 
     async def request(

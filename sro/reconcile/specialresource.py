@@ -28,6 +28,7 @@ from typing import Any
 import structlog
 
 from sro import errors
+from sro.cache import projections
 from sro.hooks import pipeline
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
@@ -141,8 +142,8 @@ class Engine:
             return engine_status.degraded(previous, previous, reason=reason, message=message,
                                           generation=sr.generation, now=now)
 
-        namespace = self._reader.namespace(sr.spec.namespace)
-        if namespace is not None and namespace.owner != sr.name:
+        owner = await self._namespace_owner(sr)
+        if owner is not None and owner != sr.name:
             message = (f"namespace {sr.spec.namespace} exists and was not created for this SpecialResource; "
                        "sro never adopts a namespace")
             await self._write(sr.name, body, previous, fail("NamespaceInUse", message), events=())
@@ -166,7 +167,7 @@ class Engine:
             await self._write(sr.name, body, previous, fail(exc.reason, str(exc)), events=())
             return RECIPE_RECHECK
 
-        report = await self._ensure_namespace(sr)
+        report = await self._create_namespace(sr) if owner is None else ()
         for api_version, kind in sorted({(o.ref.api_version, o.ref.kind) for o in wanted.objects}):
             await self._kinds.ensure_watched(api_version, kind)
 
@@ -269,18 +270,33 @@ class Engine:
             return False
         return bool(await refresh())
 
-    async def _ensure_namespace(self, sr: sr_model.SpecialResource) -> tuple[engine_writes.Failure, ...]:
-        """Create the operand namespace (owned, labelled) if the cache does not show it yet."""
-        if self._reader.namespace(sr.spec.namespace) is not None:
-            return ()
+    async def _namespace_owner(self, sr: sr_model.SpecialResource) -> str | None:
+        """Who created the operand namespace: its owner label ("" if none), or None if absent.
+
+        The cache holds only namespaces sro made (watched by owner label), so a miss is
+        asked of the API server: a namespace someone else made must be seen, never adopted.
+        """
+        cached = self._reader.namespace(sr.spec.namespace)
+        if cached is not None:
+            return cached.owner
+        try:
+            found = await self._writer.request("GET", f"/api/v1/namespaces/{sr.spec.namespace}")
+        except errors.NotFound:
+            return None
+        labels = (found.get("metadata") or {}).get("labels") or {}
+        return str(labels.get(projections.OWNER_LABEL, ""))
+
+    async def _create_namespace(self, sr: sr_model.SpecialResource) -> tuple[engine_writes.Failure, ...]:
+        """Create the operand namespace, owned and labelled. A create, not an apply: if someone
+        made it meanwhile, the answer is 409 and the next pass reports NamespaceInUse."""
         body = engine_writes.owned_body(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sr.spec.namespace}}, sr
         )
         try:
-            await self._writer.apply(body)
+            await self._writer.request("POST", "/api/v1/namespaces", body=body)
+            log.info("namespace created", sr=sr.name, namespace=sr.spec.namespace)
         except errors.SroError as exc:
-            ref = desired.ObjectRef.of(body)
-            return (engine_writes.Failure(state="namespace", ref=ref, error=exc),)
+            return (engine_writes.Failure(state="namespace", ref=desired.ObjectRef.of(body), error=exc),)
         return ()
 
     def _observe(

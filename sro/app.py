@@ -1,0 +1,237 @@
+"""``sro run``: the manager, wired to the SpecialResource engine.
+
+The one place that knows both sides: it registers what the engine needs watched (the
+primary kind, the owned kinds recipes commonly use, Nodes with their mapper), adapts the
+manager's caches, writer and discovery to the engine's ports (``engine_ports``), and turns
+the engine's answer into the controller's ``Result``. Everything else is the manager's:
+connection, caches, leader election, workers, health and metrics, signals.
+
+Settings come from ``sro.cli`` (flags with environment fallbacks). Sections the runtime
+settings do not carry (operator namespace, recipe directories, proxy) are read from the
+settings object when present and from the same environment variables otherwise, so
+``sro run`` works whichever way it was started.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+import sro
+from sro import errors, manager
+from sro import settings as settings_
+from sro.cache import projections
+from sro.model import specialresource as sr_model
+from sro.model import views
+from sro.observe import logs
+from sro.reconcile import engine_inputs, result, specialresource
+from sro.render import sources, values
+
+log = structlog.get_logger(__name__)
+
+PRIMARY = (sr_model.API_VERSION, sr_model.KIND)
+IMAGE_RECIPES = Path("/opt/sro/recipes")
+"""Where the container image puts the built-in recipes when the package has no ``assets/``."""
+
+# Kinds the built-in recipes use, watched from the start so a restarted operator sees every
+# object it made (other kinds are watched when a recipe first uses them).
+OWNED_KINDS = (
+    ("v1", "Namespace"),
+    ("v1", "Pod"),
+    ("v1", "ServiceAccount"),
+    ("v1", "ConfigMap"),
+    ("v1", "Service"),
+    ("apps/v1", "DaemonSet"),
+    ("apps/v1", "Deployment"),
+    ("batch/v1", "Job"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+)
+SELECTOR_TTL = 5.0
+"""Seconds a recipe's default node selector is reused by the node mapper (node events are
+many; reading recipe files for each would be wasteful, and a stale answer only delays)."""
+DISCOVERY_MIN_INTERVAL = 10.0
+"""Seconds between full rediscoveries asked for by renders that found an unserved kind."""
+
+
+def _setting(settings: Any, name: str, env: str, default: str) -> Any:
+    value = getattr(settings, name, None)
+    return value if value is not None else os.environ.get(env, default)
+
+
+def recipe_library(recipe_dirs: Sequence[Path]) -> sources.Library:
+    """Drop-in directories first, then the built-in recipes (package ``assets/`` or the image's)."""
+    builtin = sources.builtin_directory()
+    if not builtin.is_dir() and IMAGE_RECIPES.is_dir():
+        builtin = IMAGE_RECIPES
+    return sources.Library(sources.SearchPath(directories=tuple(recipe_dirs), builtin=builtin))
+
+
+def engine_settings(settings: Any) -> tuple[specialresource.EngineSettings, tuple[Path, ...]]:
+    namespace = str(_setting(settings, "namespace", "SRO_NAMESPACE", "sro-system"))
+    dirs = _setting(settings, "recipe_dirs", "SRO_RECIPE_DIRS", "")
+    recipe_dirs = tuple(Path(p) for p in dirs.split(":") if p) if isinstance(dirs, str) else tuple(dirs)
+    proxy = getattr(settings, "proxy", None) or values.ProxySettings(
+        http=os.environ.get("SRO_HTTP_PROXY", ""),
+        https=os.environ.get("SRO_HTTPS_PROXY", ""),
+        no_proxy=os.environ.get("SRO_NO_PROXY", ""),
+    )
+    operator = values.OperatorInfo(
+        namespace=namespace, image=os.environ.get("SRO_IMAGE", ""), version=sro.__version__
+    )
+    return specialresource.EngineSettings(operator=operator, proxy=proxy), recipe_dirs
+
+
+class _Reader:
+    """The engine's cached reads, over the manager's stores."""
+
+    def __init__(self, m: manager.Manager) -> None:
+        self._m = m
+
+    def special_resource(self, name: str) -> Mapping[str, Any] | None:
+        view = self._m.store(*PRIMARY).find(name)
+        return view.body if view is not None else None
+
+    def special_resources(self) -> Sequence[Mapping[str, Any]]:
+        return [v.body for v in self._m.store(*PRIMARY).values()]
+
+    def nodes(self) -> Sequence[views.NodeView]:
+        return self._m.nodes.values()
+
+    def namespace(self, name: str) -> projections.ObjectView | None:
+        found: projections.ObjectView | None = self._m.store("v1", "Namespace").find(name)
+        return found
+
+    def owned(self, sr_name: str) -> Sequence[projections.ObjectView]:
+        return self._m.owned(sr_name)
+
+    def pods(self, namespace: str) -> Sequence[views.PodView]:
+        return self._m.pods.values(namespace=namespace)
+
+
+class _Kinds:
+    """Discovery answers for renders (synchronous, from a prefetched cache) and watches."""
+
+    def __init__(self, m: manager.Manager) -> None:
+        self._m = m
+        self._version: tuple[str, str, str] | None = None
+        self._discovered_at = 0.0
+
+    async def prepare(self) -> None:
+        """Learn the server's version and every served group-version once."""
+        if self._version is None:
+            info = await self._m.api.request("GET", "/version", resource="version")
+            self._version = (
+                str(info.get("gitVersion", "")),
+                str(info.get("major", "")),
+                str(info.get("minor", "")),
+            )
+            await self.refresh(force=True)
+
+    async def refresh(self, *, force: bool = False) -> bool:
+        """Re-read every served group-version; False if one was read too recently."""
+        if not force and time.monotonic() - self._discovered_at < DISCOVERY_MIN_INTERVAL:
+            return False
+        self._discovered_at = time.monotonic()
+        versions = ["v1"]
+        groups = await self._m.api.request("GET", "/apis", resource="discovery")
+        for group in groups.get("groups") or ():
+            versions.extend(str(v.get("groupVersion", "")) for v in group.get("versions") or ())
+        for api_version in versions:
+            await self._m.discovery.refresh(api_version)
+        return True
+
+    def is_namespaced(self, api_version: str, kind: str) -> bool | None:
+        return self._m.is_namespaced(api_version, kind)
+
+    def is_served(self, api_version: str, kind: str) -> bool:
+        return self._m.is_served(api_version, kind)
+
+    async def ensure_watched(self, api_version: str, kind: str) -> None:
+        await self._m.ensure_watch(api_version, kind)
+
+    def cluster_version(self) -> tuple[str, str, str]:
+        return self._version or ("", "", "")
+
+
+class _NodeKeys:
+    """Node change -> the SpecialResources it concerns (contract: section 6)."""
+
+    def __init__(self, m: manager.Manager, library: sources.Library) -> None:
+        self._m = m
+        self._library = library
+        self._selectors: dict[str, tuple[float, Mapping[str, str]]] = {}
+
+    def _recipe_selector(self, recipe: str) -> Mapping[str, str] | None:
+        now = time.monotonic()
+        cached = self._selectors.get(recipe)
+        if cached is not None and now - cached[0] < SELECTOR_TTL:
+            return cached[1]
+        try:
+            selector = self._library.get(recipe).node_selector
+        except errors.RecipeError:
+            return None
+        self._selectors[recipe] = (now, selector)
+        return selector
+
+    def __call__(self, old: views.NodeView | None, new: views.NodeView | None) -> set[str]:
+        keys: set[str] = set()
+        nodes = [n for n in (old, new) if n is not None]
+        for view in self._m.store(*PRIMARY).values():
+            try:
+                sr = sr_model.parse(view.body)
+            except errors.RecipeError:
+                continue
+            prefix = f"{sr.name}.{sr_model.GROUP}/"
+            if any(k.startswith(prefix) for n in nodes for k in n.labels):
+                keys.add(sr.name)  # it has marks to keep right or take off
+                continue
+            selector = sr.spec.node_selector
+            if selector is None:
+                selector = self._recipe_selector(sr.spec.recipe)
+            if selector is not None and any(engine_inputs.matches(n, selector) for n in nodes):
+                keys.add(sr.name)
+        return keys
+
+
+def build(settings: settings_.Settings) -> manager.Manager:
+    """A manager with the engine registered, ready to ``run``."""
+    m = manager.Manager(settings)
+    engine_config, recipe_dirs = engine_settings(settings)
+    library = recipe_library(recipe_dirs)
+    m.watch_primary(*PRIMARY)
+    for api_version, kind in OWNED_KINDS:
+        m.watch_owned(api_version, kind)
+    m.watch_nodes(_NodeKeys(m, library))
+    kinds = _Kinds(m)
+    engine: specialresource.Engine | None = None
+
+    async def reconcile(key: str) -> result.Result:
+        nonlocal engine
+        if engine is None:
+            await kinds.prepare()
+            engine = specialresource.Engine(
+                reader=_Reader(m), writer=m.writer, kinds=kinds, library=library,
+                settings=engine_config, enqueue=m.queue.add,
+            )
+        with logs.bind_reconcile(key, sr=key):
+            seconds = await engine.reconcile(key)
+        return result.DONE if seconds is None else result.requeue_after(seconds)
+
+    m.reconcile_with(reconcile)
+    log.info("engine registered", recipes=[str(d) for d in recipe_dirs], builtin=str(library.search.builtin))
+    return m
+
+
+async def run(settings: settings_.Settings) -> int:
+    """Run the operator until SIGTERM/SIGINT (0) or a lost lease (1)."""
+    logs.configure(format=settings.log.format, level=settings.log.level)
+    return await build(settings).run()
