@@ -98,9 +98,9 @@ class Reflector(Generic[V]):
         return self._rv
 
     async def run(self) -> None:
-        """Run until cancelled."""
+        """Run until cancelled; run again to resume from the last version seen."""
         self._metrics.watch_started(self.name)
-        relist: str | None = "initial"
+        relist: str | None = None if self._rv else "initial"
         list_from = ""
         while True:
             try:

@@ -1,0 +1,197 @@
+"""Reflectors against the real API server: resumption across an apiserver restart and a compaction.
+
+Covers: the cache equals a fresh list after kube-apiserver is restarted while objects
+are created, changed and deleted; no deletion is missed; an etcd compaction forces a
+410 and a relist that delivers an object deleted in the gap as a deletion. The
+watched kind is ConfigMaps in a namespace of the test's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from support import waiting
+
+from sro import errors, settings
+from sro.cache import projections, store
+from sro.kube import discovery, http
+from sro.observe import metrics
+from sro.watch import reflector
+
+pytestmark = pytest.mark.integration
+
+
+async def open_api(cluster: Any, m: metrics.Metrics | None = None) -> http.Api:
+    return await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig)), metrics=m)
+
+
+def configmap(ns: str, name: str, value: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns},
+        "data": {"v": value},
+    }
+
+
+class Recorder:
+    """Collects what the reflector delivered."""
+
+    def __init__(self) -> None:
+        self.created: set[str] = set()
+        self.deleted: list[str] = []
+
+    def __call__(self, change: store.Change[projections.ObjectView]) -> None:
+        if change.old is None and change.new is not None:
+            self.created.add(change.new.name)
+        if change.new is None and change.old is not None:
+            self.deleted.append(change.old.name)
+
+
+def make_reflector(
+    api: http.Api, resource: discovery.Resource, ns: str, m: metrics.Metrics, rec: Recorder
+) -> reflector.Reflector[projections.ObjectView]:
+    s: store.Store[projections.ObjectView] = store.Store(
+        resource="configmaps", project=projections.ObjectView.from_body
+    )
+    return reflector.Reflector(
+        api=api,
+        resource=resource,
+        store=s,
+        on_change=rec,
+        settings=settings.WatchSettings(backoff_initial=0.2, backoff_cap=2.0),
+        metrics=m,
+        namespace=ns,
+    )
+
+
+async def fresh_list(api: http.Api, resource: discovery.Resource, ns: str) -> dict[str, str]:
+    listing = await api.request("GET", resource.path(namespace=ns))
+    return {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in listing["items"]}
+
+
+def cached(r: reflector.Reflector[projections.ObjectView]) -> dict[str, str]:
+    return {v.name: v.resource_version for v in r.store.values()}
+
+
+async def churn(
+    api: http.Api, resource: discovery.Resource, ns: str, stop: asyncio.Event
+) -> tuple[int, set[str]]:
+    """Create, change and delete ConfigMaps until told to stop, riding out the restart."""
+    rng = random.Random(7)
+    alive: set[str] = set()
+    gone: set[str] = set()
+    writes = 0
+    n = 0
+    while not stop.is_set():
+        try:
+            roll = rng.random()
+            if roll < 0.5 or not alive:
+                n += 1
+                name = f"c{n}"
+                await api.request(
+                    "POST", resource.path(namespace=ns), body=configmap(ns, name, "0"), retry=False
+                )
+                alive.add(name)
+            elif roll < 0.8:
+                name = rng.choice(sorted(alive))
+                await api.request(
+                    "PATCH",
+                    resource.path(namespace=ns, name=name),
+                    body={"data": {"v": str(n)}},
+                    content_type=http.MERGE_PATCH,
+                    retry=False,
+                )
+            else:
+                name = rng.choice(sorted(alive))
+                await api.request("DELETE", resource.path(namespace=ns, name=name), retry=False)
+                alive.discard(name)
+                gone.add(name)
+            writes += 1
+        except (errors.TransportError, errors.ServerError, errors.Conflict, errors.NotFound):
+            await asyncio.sleep(0.05)  # the apiserver is restarting: try again shortly
+    return writes, gone
+
+
+async def test_the_cache_equals_a_fresh_list_after_the_apiserver_restarts_during_churn(
+    cluster: Any, namespace: str
+) -> None:
+    m = metrics.Metrics()
+    async with await open_api(cluster, m) as api:
+        resource = await discovery.Discovery(api).resource("v1", "ConfigMap")
+        rec = Recorder()
+        r = make_reflector(api, resource, namespace, m, rec)
+        task = asyncio.create_task(r.run())
+        try:
+            await asyncio.wait_for(r.synced.wait(), 30)
+            stop = asyncio.Event()
+            churning = asyncio.create_task(churn(api, resource, namespace, stop))
+            await waiting.wait_for(lambda: len(r.store) >= 20, timeout=60, message="churn under way")
+            await asyncio.to_thread(cluster.run, "restart", "apiserver")
+            await waiting.wait_for(
+                lambda: len(rec.created) >= 60, timeout=120, message="churn after the restart"
+            )
+            stop.set()
+            writes, gone = await churning
+            expected = await fresh_list(api, resource, namespace)
+            await waiting.wait_for(
+                lambda: cached(r) == expected, timeout=60, message="the cache equals a fresh list"
+            )
+            missed = (rec.created & gone) - set(rec.deleted)
+            assert not missed, f"deletions never delivered: {sorted(missed)}"
+            print(
+                f"\nrestart during churn: {writes} writes, {len(gone)} deletions, "
+                f"watch restarts {m.total('sro_watch_restarts_total')}, "
+                f"relists {m.total('sro_watch_relists_total')}"
+            )
+            assert (
+                m.total("sro_watch_restarts_total", reason="error")
+                + m.total("sro_watch_restarts_total", reason="closed")
+                >= 1
+            ), "the restart broke the stream and the reflector resumed"
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_compaction_forces_a_relist_that_delivers_a_deletion_made_in_the_gap(
+    cluster: Any, namespace: str
+) -> None:
+    m = metrics.Metrics()
+    async with await open_api(cluster, m) as api:
+        resource = await discovery.Discovery(api).resource("v1", "ConfigMap")
+        for name in ("keep", "doomed"):
+            await api.request(
+                "POST", resource.path(namespace=namespace), body=configmap(namespace, name, "1")
+            )
+        rec = Recorder()
+        r = make_reflector(api, resource, namespace, m, rec)
+        task = asyncio.create_task(r.run())
+        await asyncio.wait_for(r.synced.wait(), 30)
+        assert set(cached(r)) == {"keep", "doomed"}
+        # The gap: the reflector is down while the object goes and history is compacted.
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await api.request("DELETE", resource.path(namespace=namespace, name="doomed"))
+        await api.request("POST", resource.path(namespace=namespace), body=configmap(namespace, "born", "1"))
+        await asyncio.to_thread(cluster.compact)
+        task = asyncio.create_task(r.run())  # resumes from its last version, which is gone now
+        try:
+            await waiting.wait_for(lambda: "doomed" in rec.deleted, timeout=60, message="the gap's deletion")
+            assert (
+                m.total("sro_watch_relists_total", reason="expired")
+                + m.total("sro_watch_relists_total", reason="expired_again")
+                >= 1
+            )
+            assert m.total("sro_watch_restarts_total", reason="expired") >= 1
+            expected = await fresh_list(api, resource, namespace)
+            await waiting.wait_for(
+                lambda: cached(r) == expected, timeout=30, message="cache equals a fresh list"
+            )
+            assert set(expected) == {"keep", "born"}
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

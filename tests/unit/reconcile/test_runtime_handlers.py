@@ -1,0 +1,100 @@
+"""Event handlers: which keys a primary, an owned object and a Node change enqueue."""
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from sro.cache import projections, store
+from sro.reconcile import handlers
+
+pytestmark = pytest.mark.unit
+
+
+@dataclass(frozen=True)
+class Node:
+    """Stands in for NodeView: a name, labels and the relevant() tuple."""
+
+    name: str
+    labels: dict = field(default_factory=dict)
+    heartbeat: str = ""
+
+    def relevant(self) -> tuple:
+        return tuple(sorted(self.labels.items()))
+
+
+def obj(name: str, owner: str = "", ns: str = "") -> projections.ObjectView:
+    labels = {projections.OWNER_LABEL: owner} if owner else {}
+    return projections.ObjectView.from_body(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+        }
+    )
+
+
+def test_a_primary_change_enqueues_its_own_name() -> None:
+    keys: list[str] = []
+    handlers.primary(keys.append)(store.Change(None, obj("gpu")))
+    handlers.primary(keys.append)(store.Change(obj("nic"), None))
+    assert keys == ["gpu", "nic"]
+
+
+def test_a_namespaced_primary_is_keyed_by_namespace_and_name() -> None:
+    keys: list[str] = []
+    handlers.primary(keys.append)(store.Change(None, obj("a", ns="ops")))
+    assert keys == ["ops/a"]
+
+
+def test_an_owned_change_enqueues_its_owner() -> None:
+    keys: list[str] = []
+    handlers.owned(keys.append)(store.Change(None, obj("ds", owner="gpu")))
+    assert keys == ["gpu"]
+
+
+def test_an_object_moving_between_owners_enqueues_both() -> None:
+    keys: list[str] = []
+    handlers.owned(keys.append)(store.Change(obj("ds", owner="a"), obj("ds", owner="b")))
+    assert keys == ["a", "b"]
+
+
+def test_an_unowned_object_enqueues_nothing() -> None:
+    keys: list[str] = []
+    handlers.owned(keys.append)(store.Change(None, obj("x")))
+    assert keys == []
+
+
+def test_a_heartbeat_enqueues_nothing() -> None:
+    keys: list[str] = []
+    calls = 0
+
+    def mapper(old: object, new: object) -> set[str]:
+        nonlocal calls
+        calls += 1
+        return {"gpu"}
+
+    handle = handlers.nodes(keys.append, mapper)  # type: ignore[arg-type]
+    handle(store.Change(Node("n", {"a": "1"}, heartbeat="t1"), Node("n", {"a": "1"}, heartbeat="t2")))
+    assert keys == [] and calls == 0
+
+
+def test_a_relevant_node_change_enqueues_what_the_mapper_says_for_old_and_new() -> None:
+    keys: list[str] = []
+    seen: list[tuple[object, object]] = []
+
+    def mapper(old: object, new: object) -> set[str]:
+        seen.append((old, new))
+        return {"b", "a"}
+
+    handle = handlers.nodes(keys.append, mapper)  # type: ignore[arg-type]
+    old, new = Node("n", {"gpu": "1"}), Node("n", {})
+    handle(store.Change(old, new))
+    assert keys == ["a", "b"] and seen == [(old, new)]
+
+
+def test_node_creation_and_deletion_always_reach_the_mapper() -> None:
+    keys: list[str] = []
+    handle = handlers.nodes(keys.append, lambda old, new: {"x"})  # type: ignore[arg-type]
+    handle(store.Change(None, Node("n")))
+    handle(store.Change(Node("n"), None))
+    assert keys == ["x", "x"]
