@@ -24,6 +24,7 @@ pytestmark = pytest.mark.integration
 
 CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "sro.dev_specialresources.yaml"
 CRD_NAME = "specialresources.sro.dev"
+EXAMPLE = yaml.safe_load((Path(__file__).resolve().parents[1] / "golden" / "nvidia-gpu.sr.yaml").read_text())
 
 
 def _name() -> str:
@@ -31,17 +32,26 @@ def _name() -> str:
 
 
 def _sr(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "sro.dev/v1alpha1", "kind": "SpecialResource", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "sro.dev/v1alpha1",
+        "kind": "SpecialResource",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def _dry_run(cluster: Any, body: dict[str, Any]) -> Any:
-    return cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(body), check=False)
+    return cluster.kubectl(
+        "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(body), check=False
+    )
 
 
 @pytest.fixture(scope="module")
 async def crd(cluster: Any) -> dict[str, Any]:
     """The CRD applied and Established."""
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=crd-test", "-f", str(CRD_FILE))
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=crd-test", "-f", str(CRD_FILE)
+    )
 
     def established() -> dict[str, Any] | None:
         got = cluster.kubectl_json("get", "crd", CRD_NAME)
@@ -49,14 +59,19 @@ async def crd(cluster: Any) -> dict[str, Any]:
         return got if conditions.get("Established") == "True" else None
 
     result: dict[str, Any] = await waiting.wait_for(
-        established, timeout=60, message=f"CRD {CRD_NAME} to become Established")
+        established, timeout=60, message=f"CRD {CRD_NAME} to become Established"
+    )
     return result
 
 
 async def test_the_crd_is_established_with_the_contract_names(crd: dict[str, Any]) -> None:
     names = crd["spec"]["names"]
     assert crd["spec"]["scope"] == "Cluster"
-    assert (names["kind"], names["plural"], names["shortNames"]) == ("SpecialResource", "specialresources", ["sr"])
+    assert (names["kind"], names["plural"], names["shortNames"]) == (
+        "SpecialResource",
+        "specialresources",
+        ["sr"],
+    )
     version = crd["spec"]["versions"][0]
     assert version["name"] == "v1alpha1"
     assert "status" in version["subresources"]
@@ -71,11 +86,17 @@ async def test_kubectl_explain_shows_the_description_of_spec_and_of_a_nested_fie
         out = cluster.kubectl("explain", path, check=False)
         return out.stdout if out.returncode == 0 and expected in out.stdout else None
 
-    spec = await waiting.wait_for(lambda: explained("sr.spec", "What the administrator wants"),
-                                  timeout=60, message="kubectl explain sr.spec to show its description")
+    spec = await waiting.wait_for(
+        lambda: explained("sr.spec", "What the administrator wants"),
+        timeout=60,
+        message="kubectl explain sr.spec to show its description",
+    )
     assert "managementState" in spec and "nodeSelector" in spec
-    effect = await waiting.wait_for(lambda: explained("sr.spec.taints.effect", "PreferNoSchedule"),
-                                    timeout=60, message="kubectl explain sr.spec.taints.effect")
+    effect = await waiting.wait_for(
+        lambda: explained("sr.spec.taints.effect", "PreferNoSchedule"),
+        timeout=60,
+        message="kubectl explain sr.spec.taints.effect",
+    )
     assert "NoSchedule" in effect
 
 
@@ -103,18 +124,23 @@ async def test_the_server_fills_in_the_defaults(cluster: Any, crd: dict[str, Any
     assert created["spec"]["taints"][0]["effect"] == "NoSchedule"
 
 
-async def test_a_valid_specialresource_with_every_field_is_accepted(cluster: Any, crd: dict[str, Any]) -> None:
-    example = yaml.safe_load(Path(__file__).resolve().parents[1].joinpath("golden", "nvidia-gpu.sr.yaml").read_text())
-    body = copy.deepcopy(example)
+async def test_a_valid_specialresource_with_every_field_is_accepted(
+    cluster: Any, crd: dict[str, Any]
+) -> None:
+    body = copy.deepcopy(EXAMPLE)
     body["metadata"]["name"] = _name()
-    body["spec"].update({
-        "recipe": "nvidia-gpu",
-        "namespace": "nvidia-gpu-operands",
-        "nodeSelector": {"feature.node.kubernetes.io/pci-10de.present": "true", "empty": ""},
-        "set": {"deep": {"nested": [1, {"x": None}]}},
-        "managementState": "Unmanaged",
-        "priorityClasses": [{"name": "gpu-high-priority", "value": 1000000, "description": "GPU work first"}],
-    })
+    body["spec"].update(
+        {
+            "recipe": "nvidia-gpu",
+            "namespace": "nvidia-gpu-operands",
+            "nodeSelector": {"feature.node.kubernetes.io/pci-10de.present": "true", "empty": ""},
+            "set": {"deep": {"nested": [1, {"x": None}]}},
+            "managementState": "Unmanaged",
+            "priorityClasses": [
+                {"name": "gpu-high-priority", "value": 1000000, "description": "GPU work first"}
+            ],
+        }
+    )
     out = _dry_run(cluster, body)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["spec"]["set"]["deep"]["nested"][0] == 1
@@ -123,17 +149,32 @@ async def test_a_valid_specialresource_with_every_field_is_accepted(cluster: Any
 BAD = [
     pytest.param({"name": "a" * 41}, "metadata.name must be a DNS label of at most 40", id="name-too-long"),
     pytest.param({"name": "gpu.example"}, "metadata.name must be a DNS label", id="name-not-a-label"),
-    pytest.param({"managementState": "Deleted"}, "managementState must be one of Managed, Unmanaged, Removed",
-                 id="management-state"),
+    pytest.param(
+        {"managementState": "Deleted"},
+        "managementState must be one of Managed, Unmanaged, Removed",
+        id="management-state",
+    ),
     pytest.param({"self_dependency": True}, "cannot be among its own dependencies", id="own-dependency"),
-    pytest.param({"taints": [{"key": "k", "effect": "NoRun"}]}, "taint effect must be one of", id="taint-effect"),
-    pytest.param({"namespace": "kube-system"}, "namespace must be a DNS label and not one of", id="reserved-ns"),
-    pytest.param({"namespace": "Not_A_Label"}, "namespace must be a DNS label and not one of", id="ns-not-label"),
+    pytest.param(
+        {"taints": [{"key": "k", "effect": "NoRun"}]}, "taint effect must be one of", id="taint-effect"
+    ),
+    pytest.param(
+        {"namespace": "kube-system"}, "namespace must be a DNS label and not one of", id="reserved-ns"
+    ),
+    pytest.param(
+        {"namespace": "Not_A_Label"}, "namespace must be a DNS label and not one of", id="ns-not-label"
+    ),
     pytest.param({"name": "default"}, "which is a reserved namespace here", id="name-defaults-reserved-ns"),
-    pytest.param({"nodeSelector": {"bad key!": "true"}}, "nodeSelector keys must be valid label keys",
-                 id="selector-key"),
-    pytest.param({"nodeSelector": {"example.com/ok": "not valid!"}}, "nodeSelector values must be valid label values",
-                 id="selector-value"),
+    pytest.param(
+        {"nodeSelector": {"bad key!": "true"}},
+        "nodeSelector keys must be valid label keys",
+        id="selector-key",
+    ),
+    pytest.param(
+        {"nodeSelector": {"example.com/ok": "not valid!"}},
+        "nodeSelector values must be valid label values",
+        id="selector-value",
+    ),
     pytest.param({"recipe": "../etc"}, "recipe must be a recipe name", id="recipe-path"),
 ]
 
