@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,16 @@ def say(*args: object) -> None:
 
 def _run_dir() -> layout.RunDir:
     return layout.RunDir(layout.default_run_dir())
+
+
+@contextlib.contextmanager
+def _exclusive(run: layout.RunDir) -> Iterator[None]:
+    """Serialises ``up`` and ``down`` on one run directory (two test sessions may race)."""
+    lock = run.root.with_name(run.root.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def _require_running(run: layout.RunDir) -> controlplane.State:
@@ -78,7 +91,8 @@ async def _bootstrap(run: layout.RunDir, state: controlplane.State) -> None:
 
 async def _crd_established(client: kube.Kube, name: str) -> bool:
     crd = await client.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-    return any(c["type"] == "Established" and c["status"] == "True" for c in crd.get("status", {}).get("conditions", []))
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 async def _create_ok(client: kube.Kube, path: str, body: dict[str, Any]) -> bool:
@@ -111,8 +125,12 @@ cluster running in {run.root}
 
 def cmd_up(args: argparse.Namespace) -> int:
     run = _run_dir()
+    with _exclusive(run):
+        return _up(run, _specs(args))
+
+
+def _up(run: layout.RunDir, specs: list[inventory.NodeSpec]) -> int:
     start = time.monotonic()
-    specs = _specs(args)
     if controlplane.running(run):
         state = controlplane.State.load(run)
         assert state is not None
@@ -225,7 +243,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
     record = daemons.load(run.pids, name)
     start = time.monotonic()
     if record is not None:
-        daemons.stop(record, pid_dir=run.pids)
+        controlplane.stop(run, record)
     if name == "devsim":
         (run.root / "devsim.ready").unlink(missing_ok=True)
     controlplane.start_component(run, state, name)
@@ -239,17 +257,26 @@ def cmd_compact(args: argparse.Namespace) -> int:
     state = _require_running(run)
     revision = controlplane.etcd_compact(state)
     say(f"etcd compacted at revision {revision}")
+    if not args.keep_cache:
+        # kube-apiserver's watch cache still serves revisions etcd has dropped; a restart
+        # empties it, so a watch or list from before the compaction then answers 410 Gone.
+        record = daemons.load(run.pids, "apiserver")
+        if record is not None:
+            controlplane.stop(run, record)
+        controlplane.start_component(run, state, "apiserver")
+        controlplane.wait_healthy(run, state, ["apiserver"])
     print(revision)
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
     run = _run_dir()
-    if not run.root.exists():
-        say(f"nothing in {run.root}")
-        return 0
-    stopped = controlplane.stop_all(run)
-    controlplane.remove(run)
+    with _exclusive(run):
+        if not run.root.exists():
+            say(f"nothing in {run.root}")
+            return 0
+        stopped = controlplane.stop_all(run)
+        controlplane.remove(run)
     say(f"stopped {', '.join(stopped) or 'nothing'}; removed {run.root}")
     return 0
 
@@ -332,7 +359,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("component", choices=controlplane.COMPONENTS)
     r.set_defaults(func=cmd_restart)
 
-    sub.add_parser("compact", help="compact etcd at its current revision").set_defaults(func=cmd_compact)
+    c = sub.add_parser(
+        "compact",
+        help="compact etcd at its current revision and restart kube-apiserver (emptying its watch cache), "
+        "so older resourceVersions answer 410 Gone; prints the revision",
+    )
+    c.add_argument("--keep-cache", action="store_true", help="only compact etcd; do not restart kube-apiserver")
+    c.set_defaults(func=cmd_compact)
     sub.add_parser("down", help="stop everything and remove the run directory").set_defaults(func=cmd_down)
 
     lg = sub.add_parser("logs", help="print a component's log")

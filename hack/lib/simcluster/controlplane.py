@@ -244,12 +244,21 @@ def running(run: layout.RunDir) -> bool:
     return State.load(run) is not None and names >= set(COMPONENTS) and all(daemons.alive(r) for r in records)
 
 
+# kube-apiserver stops listening at once on SIGTERM but may then linger for half a
+# minute draining watches; nothing is lost by not waiting (the data is in etcd).
+GRACE = {"apiserver": 3.0}
+
+
+def stop(run: layout.RunDir, record: daemons.Record) -> None:
+    daemons.stop(record, pid_dir=run.pids, grace=GRACE.get(record.name, 10.0))
+
+
 def stop_all(run: layout.RunDir) -> list[str]:
     """Stops every recorded process, newest component first; returns their names."""
     records = {r.name: r for r in daemons.load_all(run.pids)}
     order = [n for n in reversed(COMPONENTS) if n in records] + [n for n in records if n not in COMPONENTS]
     for name in order:
-        daemons.stop(records[name], pid_dir=run.pids)
+        stop(run, records[name])
     return order
 
 

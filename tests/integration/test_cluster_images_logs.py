@@ -1,0 +1,89 @@
+"""Missing images and container logs of simulated pods.
+
+A driver image that does not exist for a kernel must leave its pod in
+ImagePullBackOff (and start it once the image appears); ``kubectl logs`` must serve a
+pod's chosen lines, or a default line, through the API server.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from support.cluster import Cluster
+from support.waiting import wait_for_sync
+
+pytestmark = pytest.mark.integration
+
+
+def pod(name: str, *, image: str, selector: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {"nodeSelector": selector, "containers": [{"name": "main", "image": image}]},
+    }
+
+
+def waiting_reason(cluster: Cluster, namespace: str, name: str) -> str | None:
+    status = cluster.kubectl_json("get", "pod", name, "-n", namespace)["status"]
+    for c in status.get("containerStatuses", []):
+        if "waiting" in c.get("state", {}):
+            return str(c["state"]["waiting"]["reason"])
+    return None
+
+
+def test_a_missing_image_keeps_a_pod_in_image_pull_back_off_until_it_exists(
+    cluster: Cluster, namespace: str, node_pool: Any
+) -> None:
+    pool = node_pool(count=1)
+    tag = uuid.uuid4().hex[:8]
+    pattern = f"registry.example.com/driver-{tag}:*-5.14.0-427.13.1.el9_4.x86_64"
+    cluster.add_missing_image(pattern)
+    try:
+        image = f"registry.example.com/driver-{tag}:550.54.15-5.14.0-427.13.1.el9_4.x86_64"
+        cluster.apply(pod("driver", image=image, selector=pool.selector), namespace=namespace)
+        wait_for_sync(
+            lambda: waiting_reason(cluster, namespace, "driver") == "ImagePullBackOff",
+            timeout=60, message="driver pod in ImagePullBackOff",
+        )
+        status = cluster.kubectl_json("get", "pod", "driver", "-n", namespace)["status"]
+        assert status["phase"] == "Pending"
+        assert {"type": "Ready", "status": "False"}.items() <= next(
+            c for c in status["conditions"] if c["type"] == "Ready"
+        ).items()
+        # Another image on the same node is unaffected.
+        cluster.apply(pod("other", image=f"registry.example.com/driver-{tag}:latest", selector=pool.selector),
+                      namespace=namespace)
+        wait_for_sync(
+            lambda: cluster.kubectl_json("get", "pod", "other", "-n", namespace)["status"].get("phase") == "Running",
+            timeout=60, message="pod with a present image Running",
+        )
+    finally:
+        cluster.remove_missing_image(pattern)
+    wait_for_sync(
+        lambda: cluster.kubectl_json("get", "pod", "driver", "-n", namespace)["status"].get("phase") == "Running",
+        timeout=60, message="driver pod Running once its image exists",
+    )
+
+
+def test_a_pods_chosen_log_lines_are_served_through_the_api_server(
+    cluster: Cluster, namespace: str, node_pool: Any
+) -> None:
+    pool = node_pool(count=1)
+    cluster.apply(
+        pod("chatty", image="example.com/driver:1", selector=pool.selector,
+            annotations={"sim.sro.dev/logs": "building module nvidia\nmodule nvidia loaded"}),
+        namespace=namespace,
+    )
+    cluster.apply(pod("quiet", image="example.com/driver:1", selector=pool.selector), namespace=namespace)
+
+    def logs(name: str) -> str | None:
+        proc = cluster.kubectl("logs", name, "-n", namespace, check=False)
+        return proc.stdout if proc.returncode == 0 and proc.stdout else None
+
+    chatty = wait_for_sync(lambda: logs("chatty"), timeout=60, message="logs of the chatty pod")
+    assert chatty.splitlines() == ["building module nvidia", "module nvidia loaded"]
+    quiet = wait_for_sync(lambda: logs("quiet"), timeout=60, message="logs of the quiet pod")
+    assert "driver loaded" in quiet.splitlines()
