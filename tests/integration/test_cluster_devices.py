@@ -30,35 +30,48 @@ def test_a_device_plugin_pod_brings_gpus_and_a_gpu_pod_lands_on_the_tainted_node
     node = pool.nodes[0]
     assert GPU not in capacity(cluster, node), "devices must not be in capacity before a plugin runs"
 
-    cluster.apply({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "device-plugin"},
-        "spec": {
-            "nodeSelector": pool.selector,
-            "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [{"name": "plugin", "image": "example.com/device-plugin:1",
-                            "volumeMounts": [{"name": "dp", "mountPath": "/var/lib/kubelet/device-plugins"}]}],
-            "volumes": [{"name": "dp", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}],
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "device-plugin"},
+            "spec": {
+                "nodeSelector": pool.selector,
+                "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [
+                    {
+                        "name": "plugin",
+                        "image": "example.com/device-plugin:1",
+                        "volumeMounts": [{"name": "dp", "mountPath": "/var/lib/kubelet/device-plugins"}],
+                    }
+                ],
+                "volumes": [{"name": "dp", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}],
+            },
         },
-    }, namespace=namespace)
+        namespace=namespace,
+    )
     wait_for_sync(lambda: capacity(cluster, node).get(GPU) == "8", timeout=60, message=f"{GPU} in capacity")
     allocatable = cluster.kubectl_json("get", "node", node)["status"]["allocatable"]
     assert allocatable[GPU] == "8"
 
-    cluster.apply({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "cuda"},
-        "spec": {
-            "nodeSelector": pool.selector,
-            "containers": [{"name": "cuda", "image": "example.com/cuda:1",
-                            "resources": {"limits": {GPU: "1"}}}],
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "cuda"},
+            "spec": {
+                "nodeSelector": pool.selector,
+                "containers": [
+                    {"name": "cuda", "image": "example.com/cuda:1", "resources": {"limits": {GPU: "1"}}}
+                ],
+            },
         },
-    }, namespace=namespace)
+        namespace=namespace,
+    )
 
     def bound() -> str | None:
-        return cluster.kubectl_json("get", "pod", "cuda", "-n", namespace)["spec"].get("nodeName")
+        node_name = cluster.kubectl_json("get", "pod", "cuda", "-n", namespace)["spec"].get("nodeName")
+        return str(node_name) if node_name else None
 
     assert wait_for_sync(bound, timeout=60, message="GPU pod scheduled") == node
     tolerations = cluster.kubectl_json("get", "pod", "cuda", "-n", namespace)["spec"]["tolerations"]
@@ -74,26 +87,38 @@ def test_a_pod_without_the_device_plugin_volume_brings_no_devices(
 ) -> None:
     pool = node_pool(count=1, devices={GPU: 4})
     node = pool.nodes[0]
-    cluster.apply({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "plain"},
-        "spec": {"nodeSelector": pool.selector, "containers": [{"name": "c", "image": "example.com/plain:1"}]},
-    }, namespace=namespace)
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "plain"},
+            "spec": {
+                "nodeSelector": pool.selector,
+                "containers": [{"name": "c", "image": "example.com/plain:1"}],
+            },
+        },
+        namespace=namespace,
+    )
     wait_for_sync(
-        lambda: cluster.kubectl_json("get", "pod", "plain", "-n", namespace)["status"].get("phase") == "Running",
-        timeout=60, message="plain pod Running",
+        lambda: (
+            cluster.kubectl_json("get", "pod", "plain", "-n", namespace)["status"].get("phase") == "Running"
+        ),
+        timeout=60,
+        message="plain pod Running",
     )
     assert GPU not in capacity(cluster, node)
     # A device plugin on the same node afterwards shows the simulator is live for this node.
-    cluster.apply({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "plugin"},
-        "spec": {
-            "nodeSelector": pool.selector,
-            "containers": [{"name": "plugin", "image": "example.com/device-plugin:1"}],
-            "volumes": [{"name": "dp", "hostPath": {"path": "/var/lib/kubelet/device-plugins/"}}],
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "plugin"},
+            "spec": {
+                "nodeSelector": pool.selector,
+                "containers": [{"name": "plugin", "image": "example.com/device-plugin:1"}],
+                "volumes": [{"name": "dp", "hostPath": {"path": "/var/lib/kubelet/device-plugins/"}}],
+            },
         },
-    }, namespace=namespace)
+        namespace=namespace,
+    )
     wait_for_sync(lambda: capacity(cluster, node).get(GPU) == "4", timeout=60, message=f"{GPU} in capacity")

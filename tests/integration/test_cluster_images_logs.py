@@ -17,7 +17,9 @@ from support.waiting import wait_for_sync
 pytestmark = pytest.mark.integration
 
 
-def pod(name: str, *, image: str, selector: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def pod(
+    name: str, *, image: str, selector: dict[str, str], annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -46,7 +48,8 @@ def test_a_missing_image_keeps_a_pod_in_image_pull_back_off_until_it_exists(
         cluster.apply(pod("driver", image=image, selector=pool.selector), namespace=namespace)
         wait_for_sync(
             lambda: waiting_reason(cluster, namespace, "driver") == "ImagePullBackOff",
-            timeout=60, message="driver pod in ImagePullBackOff",
+            timeout=60,
+            message="driver pod in ImagePullBackOff",
         )
         status = cluster.kubectl_json("get", "pod", "driver", "-n", namespace)["status"]
         assert status["phase"] == "Pending"
@@ -54,17 +57,26 @@ def test_a_missing_image_keeps_a_pod_in_image_pull_back_off_until_it_exists(
             c for c in status["conditions"] if c["type"] == "Ready"
         ).items()
         # Another image on the same node is unaffected.
-        cluster.apply(pod("other", image=f"registry.example.com/driver-{tag}:latest", selector=pool.selector),
-                      namespace=namespace)
+        cluster.apply(
+            pod("other", image=f"registry.example.com/driver-{tag}:latest", selector=pool.selector),
+            namespace=namespace,
+        )
         wait_for_sync(
-            lambda: cluster.kubectl_json("get", "pod", "other", "-n", namespace)["status"].get("phase") == "Running",
-            timeout=60, message="pod with a present image Running",
+            lambda: (
+                cluster.kubectl_json("get", "pod", "other", "-n", namespace)["status"].get("phase")
+                == "Running"
+            ),
+            timeout=60,
+            message="pod with a present image Running",
         )
     finally:
         cluster.remove_missing_image(pattern)
     wait_for_sync(
-        lambda: cluster.kubectl_json("get", "pod", "driver", "-n", namespace)["status"].get("phase") == "Running",
-        timeout=60, message="driver pod Running once its image exists",
+        lambda: (
+            cluster.kubectl_json("get", "pod", "driver", "-n", namespace)["status"].get("phase") == "Running"
+        ),
+        timeout=60,
+        message="driver pod Running once its image exists",
     )
 
 
@@ -73,8 +85,12 @@ def test_a_pods_chosen_log_lines_are_served_through_the_api_server(
 ) -> None:
     pool = node_pool(count=1)
     cluster.apply(
-        pod("chatty", image="example.com/driver:1", selector=pool.selector,
-            annotations={"sim.sro.dev/logs": "building module nvidia\nmodule nvidia loaded"}),
+        pod(
+            "chatty",
+            image="example.com/driver:1",
+            selector=pool.selector,
+            annotations={"sim.sro.dev/logs": "building module nvidia\nmodule nvidia loaded"},
+        ),
         namespace=namespace,
     )
     cluster.apply(pod("quiet", image="example.com/driver:1", selector=pool.selector), namespace=namespace)

@@ -104,7 +104,8 @@ def test_the_api_server_answers_again_after_a_restart(private: Cluster) -> None:
 
 def watch_first_event(c: Cluster, path: str, resource_version: str) -> tuple[int, dict[str, Any]]:
     """HTTP status and first event (or error body) of a watch from ``resource_version``."""
-    url = f"{c.server()}{path}?watch=1&resourceVersion={resource_version}&allowWatchBookmarks=true&timeoutSeconds=5"
+    query = f"watch=1&resourceVersion={resource_version}&allowWatchBookmarks=true&timeoutSeconds=5"
+    url = f"{c.server()}{path}?{query}"
     try:
         with urllib.request.urlopen(url, context=ssl_context(c), timeout=30) as resp:
             return resp.status, json.loads(resp.readline())
@@ -116,7 +117,9 @@ def test_after_compaction_a_watch_from_an_old_resource_version_gets_410_gone(pri
     private.kubectl("create", "configmap", "churn", "-n", "default", "--from-literal=n=0")
     old = private.kubectl_json("get", "configmap", "churn", "-n", "default")["metadata"]["resourceVersion"]
     for n in range(1, 4):
-        private.kubectl("patch", "configmap", "churn", "-n", "default", "-p", json.dumps({"data": {"n": str(n)}}))
+        private.kubectl(
+            "patch", "configmap", "churn", "-n", "default", "-p", json.dumps({"data": {"n": str(n)}})
+        )
     status, event = watch_first_event(private, "/api/v1/namespaces/default/configmaps", old)
     assert status == 200 and event["type"] == "MODIFIED", "before compaction the old version is still served"
 
@@ -155,6 +158,9 @@ def test_down_leaves_no_process_port_or_directory(private: Cluster) -> None:
     assert not still, f"ports still listening: {still}"
     proc = subprocess.run(
         [str(Path(__file__).resolve().parents[2] / "hack" / "cluster"), "env"],
-        env={**os.environ, "SRO_CLUSTER_DIR": str(private.dir)}, capture_output=True, text=True, check=False,
+        env={**os.environ, "SRO_CLUSTER_DIR": str(private.dir)},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode != 0

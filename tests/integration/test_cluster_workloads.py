@@ -19,7 +19,9 @@ NFD_NVIDIA = "feature.node.kubernetes.io/pci-10de.present"
 
 
 def pods(cluster: Cluster, namespace: str, selector: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", selector)["items"]
+    items: list[dict[str, Any]] = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", selector)[
+        "items"
+    ]
     return items
 
 
@@ -48,21 +50,24 @@ def test_a_daemonset_with_an_nfd_selector_is_ready_on_exactly_the_matching_nodes
     mark = {"sim.sro.dev/test": uuid.uuid4().hex[:10]}
     gpus = node_pool(count=3, pci=["10de"], labels=mark)
     others = node_pool(count=2, pci=["8086"], labels=mark)
-    cluster.apply({
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": "driver"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "driver"}},
-            "template": {
-                "metadata": {"labels": {"app": "driver"}},
-                "spec": {
-                    "nodeSelector": {NFD_NVIDIA: "true", **mark},
-                    "containers": [{"name": "driver", "image": "example.com/driver:1"}],
+    cluster.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "driver"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "driver"}},
+                "template": {
+                    "metadata": {"labels": {"app": "driver"}},
+                    "spec": {
+                        "nodeSelector": {NFD_NVIDIA: "true", **mark},
+                        "containers": [{"name": "driver", "image": "example.com/driver:1"}],
+                    },
                 },
             },
         },
-    }, namespace=namespace)
+        namespace=namespace,
+    )
 
     def ready_nodes() -> set[str] | None:
         found = pods(cluster, namespace, "app=driver")
@@ -77,23 +82,30 @@ def test_a_daemonset_with_an_nfd_selector_is_ready_on_exactly_the_matching_nodes
 
 def test_a_job_completes(cluster: Cluster, namespace: str, node_pool: Any) -> None:
     pool = node_pool(count=1)
-    cluster.apply({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "once"},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {"spec": {
-                "restartPolicy": "Never",
-                "nodeSelector": pool.selector,
-                "containers": [{"name": "work", "image": "example.com/job:1"}],
-            }},
+    cluster.apply(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "once"},
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "nodeSelector": pool.selector,
+                        "containers": [{"name": "work", "image": "example.com/job:1"}],
+                    }
+                },
+            },
         },
-    }, namespace=namespace)
+        namespace=namespace,
+    )
 
     def complete() -> bool:
         job = cluster.kubectl_json("get", "job", "once", "-n", namespace)
-        return any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", []))
+        return any(
+            c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", [])
+        )
 
     wait_for_sync(complete, timeout=60, message="Job complete")
     assert cluster.kubectl_json("get", "job", "once", "-n", namespace)["status"]["succeeded"] == 1
@@ -112,7 +124,9 @@ def test_a_validation_pod_succeeds_on_a_healthy_node_and_fails_with_a_reason_on_
 
     assert wait_for_sync(lambda: phase("ok"), timeout=60, message="validation pod finished") == "Succeeded"
     assert wait_for_sync(lambda: phase("bad"), timeout=60, message="validation pod finished") == "Failed"
-    state = cluster.kubectl_json("get", "pod", "bad", "-n", namespace)["status"]["containerStatuses"][0]["state"]
+    state = cluster.kubectl_json("get", "pod", "bad", "-n", namespace)["status"]["containerStatuses"][0][
+        "state"
+    ]
     assert state["terminated"]["exitCode"] == 1
     assert state["terminated"]["reason"] == "Error"
 
@@ -121,7 +135,11 @@ def test_a_pod_annotated_to_fail_fails_with_its_exit_code_and_message(
     cluster: Cluster, namespace: str, node_pool: Any
 ) -> None:
     node = node_pool(count=1).nodes[0]
-    annotations = {"sim.sro.dev/fail": "true", "sim.sro.dev/exit-code": "3", "sim.sro.dev/fail-message": "no GPU"}
+    annotations = {
+        "sim.sro.dev/fail": "true",
+        "sim.sro.dev/exit-code": "3",
+        "sim.sro.dev/fail-message": "no GPU",
+    }
     cluster.apply(bare_pod("bad", node=node, annotations=annotations), namespace=namespace)
 
     def terminated() -> dict[str, Any] | None:
@@ -139,22 +157,29 @@ def test_deleting_an_owner_cascades_through_garbage_collection(
     cluster: Cluster, namespace: str, node_pool: Any
 ) -> None:
     pool = node_pool(count=2)
-    cluster.apply({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"nodeSelector": pool.selector, "containers": [{"name": "web", "image": "example.com/web:1"}]},
+    cluster.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "nodeSelector": pool.selector,
+                        "containers": [{"name": "web", "image": "example.com/web:1"}],
+                    },
+                },
             },
         },
-    }, namespace=namespace)
+        namespace=namespace,
+    )
     wait_for_sync(
         lambda: len([p for p in pods(cluster, namespace, "app=web") if is_ready(p)]) == 2,
-        timeout=60, message="two Ready pods of the Deployment",
+        timeout=60,
+        message="two Ready pods of the Deployment",
     )
     assert cluster.kubectl_json("get", "replicasets", "-n", namespace, "-l", "app=web")["items"]
 

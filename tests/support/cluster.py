@@ -49,7 +49,12 @@ class Cluster:
     def run(self, *args: str, timeout: float = 900) -> str:
         """Runs ``hack/cluster ARGS`` for this cluster; returns stdout, raises CommandError on failure."""
         proc = subprocess.run(
-            [str(HACK_CLUSTER), *args], env=self._env(), capture_output=True, text=True, timeout=timeout, check=False
+            [str(HACK_CLUSTER), *args],
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         if proc.returncode != 0:
             raise CommandError(
@@ -60,7 +65,12 @@ class Cluster:
 
     def is_running(self) -> bool:
         proc = subprocess.run(
-            [str(HACK_CLUSTER), "env"], env=self._env(), capture_output=True, text=True, check=False, timeout=120
+            [str(HACK_CLUSTER), "env"],
+            env=self._env(),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
         )
         return proc.returncode == 0
 
@@ -75,7 +85,11 @@ class Cluster:
     ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args],
-            input=input, capture_output=True, text=True, timeout=timeout, check=False,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         if check and proc.returncode != 0:
             raise CommandError(f"kubectl {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
@@ -86,7 +100,9 @@ class Cluster:
         result: dict[str, Any] = json.loads(self.kubectl(*args, "-o", "json").stdout)
         return result
 
-    def apply(self, manifest: str | dict[str, Any] | list[dict[str, Any]], *, namespace: str | None = None) -> None:
+    def apply(
+        self, manifest: str | dict[str, Any] | list[dict[str, Any]], *, namespace: str | None = None
+    ) -> None:
         """``kubectl apply`` of YAML text or objects."""
         if isinstance(manifest, dict):
             manifest = yaml.safe_dump(manifest)

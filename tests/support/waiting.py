@@ -16,6 +16,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+
 def _describe(last: object, error: BaseException | None) -> str:
     if error is not None:
         return f"last attempt raised {type(error).__name__}: {error}"
@@ -24,9 +25,9 @@ def _describe(last: object, error: BaseException | None) -> str:
 
 
 async def wait_for(
-    predicate: Callable[[], T | Awaitable[T]],
+    predicate: Callable[[], T | Awaitable[T | None] | None],
     *,
-    timeout: float,
+    timeout: float,  # noqa: ASYNC109 - a deadline for polling, not for one awaited call
     interval: float = 0.2,
     message: str,
 ) -> T:
@@ -46,7 +47,7 @@ async def wait_for(
                 value = await value
             last, error = value, None
             if value:
-                return value  # type: ignore[return-value]
+                return value
         except Exception as e:
             error = e
         if time.monotonic() >= deadline:
@@ -55,7 +56,7 @@ async def wait_for(
 
 
 def wait_for_sync(
-    predicate: Callable[[], T],
+    predicate: Callable[[], T | None],
     *,
     timeout: float,
     interval: float = 0.2,

@@ -62,12 +62,15 @@ def _specs(args: argparse.Namespace) -> list[inventory.NodeSpec]:
     return inventory.load(DEFAULT_INVENTORY.read_text())
 
 
-async def _add_nodes(run: layout.RunDir, state: controlplane.State, specs: list[inventory.NodeSpec]) -> list[str]:
+async def _add_nodes(
+    run: layout.RunDir, state: controlplane.State, specs: list[inventory.NodeSpec]
+) -> list[str]:
     async with kube.Kube(server=state.server, run=run) as client:
         start = time.monotonic()
         created, existing = await nodes.create(client, specs)
-        say(f"  {len(created)} nodes created, {len(existing)} already there, in {time.monotonic() - start:.1f}s")
-        took = await nodes.wait_ready(client, [s.name for s in specs], timeout=60 + len(specs) * 0.1)
+        took = time.monotonic() - start
+        say(f"  {len(created)} nodes created, {len(existing)} already there, in {took:.1f}s")
+        took = await nodes.wait_ready(client, [s.name for s in specs], max_seconds=60 + len(specs) * 0.1)
         say(f"  {len(specs)} nodes Ready after {took:.1f}s more")
     return [s.name for s in specs]
 
@@ -84,9 +87,15 @@ async def _bootstrap(run: layout.RunDir, state: controlplane.State) -> None:
                     raise
             await _wait(lambda name=crd["metadata"]["name"]: _crd_established(client, name), what="CRD")
         ns, name = devsim.MISSING_IMAGES
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
-                "data": {"patterns": ""}}
-        await _wait(lambda: _create_ok(client, f"/api/v1/namespaces/{ns}/configmaps", body), what="kube-system")
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns},
+            "data": {"patterns": ""},
+        }
+        await _wait(
+            lambda: _create_ok(client, f"/api/v1/namespaces/{ns}/configmaps", body), what="kube-system"
+        )
 
 
 async def _crd_established(client: kube.Kube, name: str) -> bool:
@@ -106,8 +115,8 @@ async def _create_ok(client: kube.Kube, path: str, body: dict[str, Any]) -> bool
     return True
 
 
-async def _wait(check: Any, *, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
+async def _wait(check: Any, *, what: str, max_seconds: float = 30) -> None:
+    deadline = time.monotonic() + max_seconds
     while not await check():
         if time.monotonic() > deadline:
             raise controlplane.ClusterError(f"timed out waiting for {what}")
@@ -118,7 +127,7 @@ def _print_usage(run: layout.RunDir) -> None:
     say(f"""
 cluster running in {run.root}
   export KUBECONFIG={run.kubeconfig}
-  export PATH={run.bin}:$PATH      # kubectl {layout.versions()['KUBERNETES_VERSION']}
+  export PATH={run.bin}:$PATH      # kubectl {layout.versions()["KUBERNETES_VERSION"]}
   eval "$(hack/cluster env)"       # the same KUBECONFIG line
   hack/cluster down                # stop it and remove {run.root}""")
 
@@ -156,7 +165,7 @@ def _up(run: layout.RunDir, specs: list[inventory.NodeSpec]) -> int:
                 controlplane.start_component(run, state, name)
             controlplane.wait_healthy(run, state, rest)
         except BaseException:
-            say("start-up failed; stopping what was started (logs kept in " f"{run.logs})")
+            say(f"start-up failed; stopping what was started (logs kept in {run.logs})")
             controlplane.stop_all(run)
             raise
     asyncio.run(_add_nodes(run, state, specs))
@@ -222,10 +231,12 @@ def cmd_kernel(args: argparse.Namespace) -> int:
 
     async def go() -> None:
         async with kube.Kube(server=state.server, run=run) as client:
-            await asyncio.gather(*(
-                nodes.change_kernel(client, n, kernel=args.to, os_id=os_id, os_version=os_version)
-                for n in args.node
-            ))
+            await asyncio.gather(
+                *(
+                    nodes.change_kernel(client, n, kernel=args.to, os_id=os_id, os_version=os_version)
+                    for n in args.node
+                )
+            )
 
     asyncio.run(go())
     say(f"{len(args.node)} nodes now run kernel {args.to}")
@@ -239,7 +250,9 @@ def cmd_restart(args: argparse.Namespace) -> int:
         raise controlplane.ClusterError(f"no cluster in {run.root}")
     name = args.component
     if name not in controlplane.COMPONENTS:
-        raise controlplane.ClusterError(f"unknown component {name!r}; one of {', '.join(controlplane.COMPONENTS)}")
+        raise controlplane.ClusterError(
+            f"unknown component {name!r}; one of {', '.join(controlplane.COMPONENTS)}"
+        )
     record = daemons.load(run.pids, name)
     start = time.monotonic()
     if record is not None:
@@ -330,14 +343,18 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start a control plane and simulated nodes (idempotent)")
-    up.add_argument("--nodes", type=int, help="generate this many nodes (default: hack/inventory/default.yaml)")
+    up.add_argument(
+        "--nodes", type=int, help="generate this many nodes (default: hack/inventory/default.yaml)"
+    )
     up.add_argument("--kernels", type=int, help="how many kernels the generated nodes run (default 3)")
     up.add_argument("--inventory", help="an inventory file (format: hack/inventory/example.yaml)")
     up.add_argument("--prefix", default="node", help="name prefix of generated nodes")
     up.add_argument("--pool", help="pool label of generated nodes (default: per OS and vendor)")
     up.set_defaults(func=cmd_up)
 
-    sub.add_parser("env", help="print export KUBECONFIG=... for the running cluster").set_defaults(func=cmd_env)
+    sub.add_parser("env", help="print export KUBECONFIG=... for the running cluster").set_defaults(
+        func=cmd_env
+    )
     sub.add_parser("status", help="show each component's pid and health").set_defaults(func=cmd_status)
 
     n = sub.add_parser("nodes", help="add or delete simulated nodes; prints the names added")
@@ -364,7 +381,9 @@ def parser() -> argparse.ArgumentParser:
         help="compact etcd at its current revision and restart kube-apiserver (emptying its watch cache), "
         "so older resourceVersions answer 410 Gone; prints the revision",
     )
-    c.add_argument("--keep-cache", action="store_true", help="only compact etcd; do not restart kube-apiserver")
+    c.add_argument(
+        "--keep-cache", action="store_true", help="only compact etcd; do not restart kube-apiserver"
+    )
     c.set_defaults(func=cmd_compact)
     sub.add_parser("down", help="stop everything and remove the run directory").set_defaults(func=cmd_down)
 

@@ -23,6 +23,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -81,52 +82,84 @@ def commands(run: layout.RunDir, state: State) -> dict[str, list[str]]:
     p = state.ports
     keys = pki.Pki(run.pki)
     peer = f"http://127.0.0.1:{p['etcd_peer']}"
-    common_kube = ["--bind-address=127.0.0.1", "--leader-elect=false", "--kube-api-qps=5000", "--kube-api-burst=10000"]
+    common_kube = [
+        "--bind-address=127.0.0.1",
+        "--leader-elect=false",
+        "--kube-api-qps=5000",
+        "--kube-api-burst=10000",
+    ]
     return {
         "etcd": [
-            str(layout.binary("etcd")), "--name=sim", f"--data-dir={run.etcd_data}",
-            f"--listen-client-urls={state.etcd}", f"--advertise-client-urls={state.etcd}",
-            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=sim={peer}", "--unsafe-no-fsync", "--quota-backend-bytes=8589934592",
+            str(layout.binary("etcd")),
+            "--name=sim",
+            f"--data-dir={run.etcd_data}",
+            f"--listen-client-urls={state.etcd}",
+            f"--advertise-client-urls={state.etcd}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=sim={peer}",
+            "--unsafe-no-fsync",
+            "--quota-backend-bytes=8589934592",
             "--log-level=warn",
         ],
         "apiserver": [
-            str(layout.binary("kube-apiserver")), f"--etcd-servers={state.etcd}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={p['apiserver']}",
-            f"--tls-cert-file={keys.serving_cert}", f"--tls-private-key-file={keys.serving_key}",
+            str(layout.binary("kube-apiserver")),
+            f"--etcd-servers={state.etcd}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={p['apiserver']}",
+            f"--tls-cert-file={keys.serving_cert}",
+            f"--tls-private-key-file={keys.serving_key}",
             f"--client-ca-file={keys.ca_cert}",
             f"--kubelet-client-certificate={keys.client_cert('admin')}",
             f"--kubelet-client-key={keys.client_key('admin')}",
             "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={keys.sa_pub}", f"--service-account-signing-key-file={keys.sa_key}",
-            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=Node,RBAC", "--allow-privileged=true",
+            f"--service-account-key-file={keys.sa_pub}",
+            f"--service-account-signing-key-file={keys.sa_key}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--authorization-mode=Node,RBAC",
+            "--allow-privileged=true",
             "--enable-admission-plugins=ExtendedResourceToleration,NodeRestriction",
-            "--kubelet-preferred-address-types=InternalIP", "--profiling=false",
+            "--kubelet-preferred-address-types=InternalIP",
+            "--profiling=false",
         ],
         "controller-manager": [
-            str(layout.binary("kube-controller-manager")), *common_kube,
+            str(layout.binary("kube-controller-manager")),
+            *common_kube,
             f"--kubeconfig={run.kubeconfig_for('controller-manager')}",
             f"--authentication-kubeconfig={run.kubeconfig_for('controller-manager')}",
             f"--authorization-kubeconfig={run.kubeconfig_for('controller-manager')}",
             f"--secure-port={p['controller_manager']}",
-            f"--service-account-private-key-file={keys.sa_key}", f"--root-ca-file={keys.ca_cert}",
-            f"--cluster-signing-cert-file={keys.ca_cert}", f"--cluster-signing-key-file={keys.ca_key}",
-            "--use-service-account-credentials=true", "--node-monitor-grace-period=3m20s", "--controllers=*",
+            f"--service-account-private-key-file={keys.sa_key}",
+            f"--root-ca-file={keys.ca_cert}",
+            f"--cluster-signing-cert-file={keys.ca_cert}",
+            f"--cluster-signing-key-file={keys.ca_key}",
+            "--use-service-account-credentials=true",
+            "--node-monitor-grace-period=3m20s",
+            "--controllers=*",
             "--profiling=false",
         ],
         "scheduler": [
-            str(layout.binary("kube-scheduler")), *common_kube,
+            str(layout.binary("kube-scheduler")),
+            *common_kube,
             f"--kubeconfig={run.kubeconfig_for('scheduler')}",
             f"--authentication-kubeconfig={run.kubeconfig_for('scheduler')}",
             f"--authorization-kubeconfig={run.kubeconfig_for('scheduler')}",
-            f"--secure-port={p['scheduler']}", "--profiling=false",
+            f"--secure-port={p['scheduler']}",
+            "--profiling=false",
         ],
         "kwok": [
-            str(layout.binary("kwok")), f"--kubeconfig={run.kubeconfig_for('kwok')}",
-            f"--config={run.kwok / 'kwok.yaml'}", "--manage-all-nodes=false",
+            str(layout.binary("kwok")),
+            f"--kubeconfig={run.kubeconfig_for('kwok')}",
+            f"--config={run.kwok / 'kwok.yaml'}",
+            "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            "--node-ip=127.0.0.1", f"--node-port={p['kwok']}", f"--server-address=127.0.0.1:{p['kwok']}",
-            "--node-lease-duration-seconds=40", "--cidr=10.64.0.0/12", "--enable-crds=Logs",
+            "--node-ip=127.0.0.1",
+            f"--node-port={p['kwok']}",
+            f"--server-address=127.0.0.1:{p['kwok']}",
+            "--node-lease-duration-seconds=40",
+            "--cidr=10.64.0.0/12",
+            "--enable-crds=Logs",
         ],
         "devsim": [sys.executable, "-m", "simcluster", "devsim"],
     }
@@ -146,15 +179,17 @@ def write_kwok_config(run: layout.RunDir) -> Path:
     run.kwok.mkdir(parents=True, exist_ok=True)
     default_log = run.kwok / "default.log"
     default_log.write_text("".join(cri_line(line) for line in DEFAULT_LOG_LINES))
-    docs = []
+    docs: list[dict[str, Any]] = []
     for path in sorted(layout.KWOK_STAGES.glob("*.yaml")):
         docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
-    docs.append({
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "ClusterLogs",
-        "metadata": {"name": "sim-default-logs"},
-        "spec": {"selector": {}, "logs": [{"logsFile": str(default_log), "follow": False}]},
-    })
+    docs.append(
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "sim-default-logs"},
+            "spec": {"selector": {}, "logs": [{"logsFile": str(default_log), "follow": False}]},
+        }
+    )
     out = run.kwok / "kwok.yaml"
     out.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return out
@@ -198,7 +233,7 @@ def health_check(run: layout.RunDir, state: State, name: str) -> Callable[[], bo
     if name == "kwok":
         return lambda: _get(f"http://127.0.0.1:{p['kwok']}/healthz") == 200
     if name == "devsim":
-        return lambda: (run.root / "devsim.ready").exists()
+        return (run.root / "devsim.ready").exists
     raise ClusterError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
 
 
@@ -208,7 +243,9 @@ def tail(path: str | Path, lines: int = 25) -> str:
     return ""
 
 
-def wait_healthy(run: layout.RunDir, state: State, names: list[str], *, timeout: float = START_TIMEOUT) -> None:
+def wait_healthy(
+    run: layout.RunDir, state: State, names: list[str], *, timeout: float = START_TIMEOUT
+) -> None:
     """Waits until every named component answers its probe; fails early if one exits."""
     probes = {n: health_check(run, state, n) for n in names}
     pending = dict(probes)

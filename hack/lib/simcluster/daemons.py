@@ -41,7 +41,9 @@ def _start_ticks(pid: int) -> int | None:
     return int(rest[19])
 
 
-def start(*, name: str, argv: list[str], pid_dir: Path, log: Path, env: dict[str, str] | None = None) -> Record:
+def start(
+    *, name: str, argv: list[str], pid_dir: Path, log: Path, env: dict[str, str] | None = None
+) -> Record:
     """Starts ``argv`` detached (own session, output to ``log``) and records it."""
     pid_dir.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)

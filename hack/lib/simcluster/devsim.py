@@ -18,7 +18,6 @@ import json
 import logging
 import signal
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from simcluster import controlplane, inventory, kube, layout
@@ -64,7 +63,8 @@ def is_ready(pod: dict[str, Any]) -> bool:
     if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") != "Running":
         return False
     return any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions") or []
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in pod.get("status", {}).get("conditions") or []
     )
 
 
@@ -75,7 +75,12 @@ def node_devices(node: dict[str, Any]) -> dict[str, int]:
     try:
         return {str(k): int(v) for k, v in json.loads(raw).items()}
     except (ValueError, AttributeError):
-        log.warning("node %s: unreadable %s annotation %r", node["metadata"]["name"], inventory.DEVICES_ANNOTATION, raw)
+        log.warning(
+            "node %s: unreadable %s annotation %r",
+            node["metadata"]["name"],
+            inventory.DEVICES_ANNOTATION,
+            raw,
+        )
         return {}
 
 
@@ -155,7 +160,12 @@ class Simulator:
             self.blocked[uid] = (meta["namespace"], meta["name"])
         else:
             self.blocked.pop(uid, None)
-        if node and ADMITTED not in annotations and not meta.get("deletionTimestamp") and uid not in self.admitting:
+        if (
+            node
+            and ADMITTED not in annotations
+            and not meta.get("deletionTimestamp")
+            and uid not in self.admitting
+        ):
             self.admitting.add(uid)
             self.admit_queue.put_nowait((meta["namespace"], meta["name"], uid))
 
@@ -207,7 +217,9 @@ class Simulator:
             "metadata": {
                 "name": meta["name"],
                 "namespace": meta["namespace"],
-                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}],
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+                ],
             },
             "spec": {"logs": [{"logsFile": str(path), "follow": False}]},
         }
@@ -217,7 +229,9 @@ class Simulator:
         except kube.ApiError as e:
             if e.status != 409:
                 raise
-            await self.client.patch(f"{base}/{meta['name']}", {"metadata": body["metadata"], "spec": body["spec"]})
+            await self.client.patch(
+                f"{base}/{meta['name']}", {"metadata": body["metadata"], "spec": body["spec"]}
+            )
 
     # --- missing images ----------------------------------------------------
     def on_missing_images(self, kind: str, configmap: dict[str, Any]) -> None:
@@ -234,10 +248,13 @@ class Simulator:
             if e.status == 404:
                 return
             raise
-        if IMAGE_MISSING in (pod["metadata"].get("annotations") or {}) and not missing_image(pod, self.patterns):
+        if IMAGE_MISSING in (pod["metadata"].get("annotations") or {}) and not missing_image(
+            pod, self.patterns
+        ):
             log.info("pod %s/%s: image now present", namespace, name)
             await self.client.patch(
-                f"/api/v1/namespaces/{namespace}/pods/{name}", {"metadata": {"annotations": {IMAGE_MISSING: None}}}
+                f"/api/v1/namespaces/{namespace}/pods/{name}",
+                {"metadata": {"annotations": {IMAGE_MISSING: None}}},
             )
 
     # --- workers -----------------------------------------------------------
@@ -281,7 +298,7 @@ async def informer(
     while True:
         try:
             if not rv:
-                listed = await client.get(path, timeout=120)
+                listed = await client.get(path, request_seconds=120)
                 if reset is not None:
                     reset()
                 for item in listed.get("items", []):
@@ -303,7 +320,7 @@ async def informer(
             else:
                 log.warning("%s: %s", path, e)
                 await asyncio.sleep(1)
-        except (OSError, TimeoutError, asyncio.TimeoutError, ValueError) as e:
+        except (OSError, TimeoutError, ValueError) as e:
             log.warning("%s: watch interrupted (%s); resuming", path, e)
             await asyncio.sleep(0.5)
         except Exception as e:  # aiohttp errors and anything unexpected: never give up
@@ -333,8 +350,12 @@ async def serve(run: layout.RunDir) -> None:
         ns, cm = MISSING_IMAGES
         watches: list[Awaitable[None]] = [
             informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0]),
-            informer(client, f"/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{cm}",
-                     sim.on_missing_images, synced=synced[1]),
+            informer(
+                client,
+                f"/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{cm}",
+                sim.on_missing_images,
+                synced=synced[1],
+            ),
             informer(client, "/api/v1/pods", sim.on_pod, synced=synced[2], reset=reset_pods),
         ]
         tasks = [asyncio.ensure_future(w) for w in watches]
@@ -342,7 +363,7 @@ async def serve(run: layout.RunDir) -> None:
         tasks += [asyncio.ensure_future(sim.node_worker()) for _ in range(8)]
         for event in synced:
             await event.wait()
-        Path(run.root / "devsim.ready").write_text("ready\n")
+        await asyncio.to_thread((run.root / "devsim.ready").write_text, "ready\n")
         log.info("synced: %d nodes", len(sim.nodes))
         await stop.wait()
         for task in tasks:

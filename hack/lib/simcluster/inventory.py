@@ -28,9 +28,17 @@ DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-st
 
 # Kernels by OS release, newest errata last, as a real fleet would show them.
 KERNELS: dict[tuple[str, str], list[str]] = {
-    ("rhel", "9.4"): ["5.14.0-427.13.1.el9_4.x86_64", "5.14.0-427.42.1.el9_4.x86_64", "5.14.0-427.50.1.el9_4.x86_64"],
+    ("rhel", "9.4"): [
+        "5.14.0-427.13.1.el9_4.x86_64",
+        "5.14.0-427.42.1.el9_4.x86_64",
+        "5.14.0-427.50.1.el9_4.x86_64",
+    ],
     ("ubuntu", "22.04"): ["5.15.0-105-generic", "5.15.0-119-generic", "6.8.0-45-generic"],
-    ("rhel", "9.2"): ["5.14.0-284.11.1.el9_2.x86_64", "5.14.0-284.30.1.el9_2.x86_64", "5.14.0-284.52.1.el9_2.x86_64"],
+    ("rhel", "9.2"): [
+        "5.14.0-284.11.1.el9_2.x86_64",
+        "5.14.0-284.30.1.el9_2.x86_64",
+        "5.14.0-284.52.1.el9_2.x86_64",
+    ],
 }
 
 # Accelerator profiles for generated nodes: (weight, PCI vendors, devices carried).
@@ -105,8 +113,23 @@ def parse(data: Any) -> list[NodeSpec]:
     """Node specs from an inventory document (already loaded from YAML)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("pools"), list):
         raise InventoryError("an inventory is a mapping with a 'pools' list")
-    known = {"name", "count", "names", "prefix", "kernel", "os", "osImage", "arch", "pci",
-             "labels", "annotations", "devices", "taints", "capacity", "broken"}
+    known = {
+        "name",
+        "count",
+        "names",
+        "prefix",
+        "kernel",
+        "os",
+        "osImage",
+        "arch",
+        "pci",
+        "labels",
+        "annotations",
+        "devices",
+        "taints",
+        "capacity",
+        "broken",
+    }
     specs: list[NodeSpec] = []
     for i, pool in enumerate(data["pools"]):
         where = f"pools[{i}]"
@@ -138,11 +161,22 @@ def parse(data: Any) -> list[NodeSpec]:
         capacity = dict(DEFAULT_CAPACITY) | _str_map(pool.get("capacity"), where=f"{where}.capacity")
         taints = tuple(_str_map(t, where=f"{where}.taints") for t in pool.get("taints") or [])
         for node_name in names:
-            specs.append(NodeSpec(
-                name=node_name, pool=name, kernel=str(pool["kernel"]), os_id=os_id, os_version=version,
-                os_image=str(pool.get("osImage") or os_image(os_id, version)), arch=str(pool.get("arch", "amd64")),
-                labels=labels, annotations=annotations, devices=devices, taints=taints, capacity=capacity,
-            ))
+            specs.append(
+                NodeSpec(
+                    name=node_name,
+                    pool=name,
+                    kernel=str(pool["kernel"]),
+                    os_id=os_id,
+                    os_version=version,
+                    os_image=str(pool.get("osImage") or os_image(os_id, version)),
+                    arch=str(pool.get("arch", "amd64")),
+                    labels=labels,
+                    annotations=annotations,
+                    devices=devices,
+                    taints=taints,
+                    capacity=capacity,
+                )
+            )
     return specs
 
 
@@ -171,7 +205,9 @@ def kernel_catalog(count: int) -> list[tuple[str, str, str]]:
     return out
 
 
-def generate(*, nodes: int, kernels: int, prefix: str = "node", pool: str | None = None, seed: int = 0) -> dict[str, Any]:
+def generate(
+    *, nodes: int, kernels: int, prefix: str = "node", pool: str | None = None, seed: int = 0
+) -> dict[str, Any]:
     """An inventory of ``nodes`` machines with ``kernels`` kernels, as a document ``parse`` reads.
 
     About one machine in five carries no accelerator; the rest carry NVIDIA, Mellanox,
@@ -230,8 +266,12 @@ def node_object(spec: NodeSpec) -> dict[str, Any]:
         "status": {
             "capacity": dict(spec.capacity),
             "allocatable": dict(spec.capacity),
-            "nodeInfo": node_info(spec.kernel, os_image=spec.os_image or os_image(spec.os_id, spec.os_version),
-                                  arch=spec.arch, machine=ident.hex),
+            "nodeInfo": node_info(
+                spec.kernel,
+                os_image=spec.os_image or os_image(spec.os_id, spec.os_version),
+                arch=spec.arch,
+                machine=ident.hex,
+            ),
         },
     }
     if spec.taints:

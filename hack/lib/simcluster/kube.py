@@ -67,18 +67,21 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
         params: Mapping[str, str] | None = None,
-        timeout: float = 30,
+        request_seconds: float = 30,
     ) -> JSON:
         data = None if body is None else json.dumps(body)
         headers = {"Content-Type": content_type, "Accept": "application/json"}
-        async with self._limit, self.session.request(
-            method,
-            self._server + path,
-            data=data,
-            headers=headers,
-            params=params,
-            timeout=aiohttp.ClientTimeout(total=timeout),
-        ) as resp:
+        async with (
+            self._limit,
+            self.session.request(
+                method,
+                self._server + path,
+                data=data,
+                headers=headers,
+                params=params,
+                timeout=aiohttp.ClientTimeout(total=request_seconds),
+            ) as resp,
+        ):
             text = await resp.text()
             if resp.status >= 300:
                 raise ApiError(resp.status, text, method=method, path=path)
@@ -107,7 +110,9 @@ class Kube:
         except (aiohttp.ClientError, TimeoutError, OSError):
             return False
 
-    async def watch(self, path: str, *, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[JSON]:
+    async def watch(
+        self, path: str, *, resource_version: str, timeout_seconds: int = 300
+    ) -> AsyncIterator[JSON]:
         """Yields watch events (``{"type", "object"}``) from ``resource_version`` until the server ends it."""
         params = {
             "watch": "1",

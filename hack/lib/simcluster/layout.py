@@ -19,8 +19,8 @@ KWOK_CRDS = HACK / "kwok" / "crds"
 def versions() -> dict[str, str]:
     """The pinned component versions from hack/lib/versions.env."""
     out: dict[str, str] = {}
-    for line in (HACK / "lib" / "versions.env").read_text().splitlines():
-        line = line.strip()
+    for raw in (HACK / "lib" / "versions.env").read_text().splitlines():
+        line = raw.strip()
         if line and not line.startswith("#") and "=" in line:
             key, _, value = line.partition("=")
             out[key.strip()] = value.strip()

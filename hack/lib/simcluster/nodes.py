@@ -39,18 +39,20 @@ async def create(client: kube.Kube, specs: Iterable[inventory.NodeSpec]) -> tupl
     return sorted(created), sorted(existing)
 
 
-async def wait_ready(client: kube.Kube, names: Iterable[str], *, timeout: float = 120.0) -> float:
+async def wait_ready(client: kube.Kube, names: Iterable[str], *, max_seconds: float = 120.0) -> float:
     """Waits until every named node is Ready; returns the seconds it took."""
     want = set(names)
     start = time.monotonic()
     while True:
-        listed = await client.get("/api/v1/nodes", timeout=60)
+        listed = await client.get("/api/v1/nodes", request_seconds=60)
         ready = {n["metadata"]["name"] for n in listed.get("items", []) if _ready(n)}
         missing = want - ready
         if not missing:
             return time.monotonic() - start
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"{len(missing)} nodes not Ready after {timeout:.0f}s: {sorted(missing)[:10]}")
+        if time.monotonic() - start > max_seconds:
+            raise TimeoutError(
+                f"{len(missing)} nodes not Ready after {max_seconds:.0f}s: {sorted(missing)[:10]}"
+            )
         await asyncio.sleep(0.3)
 
 
@@ -58,16 +60,16 @@ async def delete(client: kube.Kube, names: Iterable[str]) -> None:
     await asyncio.gather(*(client.delete(f"/api/v1/nodes/{n}") for n in names))
 
 
-async def wait_gone(client: kube.Kube, names: Iterable[str], *, timeout: float = 60.0) -> None:
+async def wait_gone(client: kube.Kube, names: Iterable[str], *, max_seconds: float = 60.0) -> None:
     want = set(names)
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + max_seconds
     while True:
-        listed = await client.get("/api/v1/nodes", timeout=60)
+        listed = await client.get("/api/v1/nodes", request_seconds=60)
         left = want & {n["metadata"]["name"] for n in listed.get("items", [])}
         if not left:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"nodes still present after {timeout:.0f}s: {sorted(left)[:10]}")
+            raise TimeoutError(f"nodes still present after {max_seconds:.0f}s: {sorted(left)[:10]}")
         await asyncio.sleep(0.2)
 
 

@@ -88,7 +88,9 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
     return x509.Name(attrs)
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey) -> x509.CertificateBuilder:
+def _builder(
+    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey
+) -> x509.CertificateBuilder:
     now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
@@ -111,9 +113,15 @@ def generate(pki: Pki) -> None:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -130,8 +138,13 @@ def generate(pki: Pki) -> None:
         if server:
             sans: list[x509.GeneralName] = [
                 x509.DNSName(n)
-                for n in ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                          "kubernetes.default.svc.cluster.local")
+                for n in (
+                    "localhost",
+                    "kubernetes",
+                    "kubernetes.default",
+                    "kubernetes.default.svc",
+                    "kubernetes.default.svc.cluster.local",
+                )
             ]
             sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", SERVICE_IP)]
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -149,7 +162,9 @@ def generate(pki: Pki) -> None:
     sa = _key()
     _write_key(pki.sa_key, sa)
     pki.sa_pub.write_bytes(
-        sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        sa.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
     )
 
 
@@ -158,11 +173,18 @@ def write_kubeconfig(path: Path, *, pki: Pki, who: str, server: str) -> None:
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "sro-local", "cluster": {"server": server, "certificate-authority": str(pki.ca_cert)}}],
-        "users": [{"name": who, "user": {
-            "client-certificate": str(pki.client_cert(who)),
-            "client-key": str(pki.client_key(who)),
-        }}],
+        "clusters": [
+            {"name": "sro-local", "cluster": {"server": server, "certificate-authority": str(pki.ca_cert)}}
+        ],
+        "users": [
+            {
+                "name": who,
+                "user": {
+                    "client-certificate": str(pki.client_cert(who)),
+                    "client-key": str(pki.client_key(who)),
+                },
+            }
+        ],
         "contexts": [{"name": "sro-local", "context": {"cluster": "sro-local", "user": who}}],
         "current-context": "sro-local",
     }
