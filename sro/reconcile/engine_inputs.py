@@ -99,9 +99,9 @@ def departed(
     )
 
 
-def carrying(sr_name: str, nodes: Iterable[views.NodeView], taints: tuple[views.Taint, ...]) -> tuple[
-    views.NodeView, ...
-]:
+def carrying(
+    sr_name: str, nodes: Iterable[views.NodeView], taints: tuple[views.Taint, ...]
+) -> tuple[views.NodeView, ...]:
     """Every node carrying a label, annotation or taint of this SpecialResource (for teardown)."""
     prefix = lifecycle.label_prefix(sr_name)
     marks = (lifecycle.kernel_annotation(sr_name), node_writes_.taints_annotation(sr_name))
@@ -129,13 +129,31 @@ def live_objects(owned: Iterable[projections.ObjectView]) -> Mapping[desired.Obj
     return MappingProxyType(out)
 
 
+def owned_pods(pods: Iterable[views.PodView], *, sr_name: str) -> tuple[views.PodView, ...]:
+    """Bare pods this SpecialResource made (per-node pods): owner label, no controller."""
+    return tuple(
+        p for p in pods
+        if p.labels.get(projections.OWNER_LABEL) == sr_name and p.owner_kind not in observed_.POD_CONTROLLERS
+    )
+
+
+def pod_objects(pods: Iterable[views.PodView]) -> Mapping[desired.ObjectRef, observed_.LiveObject]:
+    """Owned bare pods as owned objects, so the planner can delete those no longer desired."""
+    out: dict[desired.ObjectRef, observed_.LiveObject] = {}
+    for p in pods:
+        ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=p.namespace, name=p.name)
+        out[ref] = observed_.LiveObject(ref=ref, uid=p.uid, phase=p.phase, deleting=p.deleting)
+    return out
+
+
 def relevant_pods(
-    pods: Iterable[views.PodView], *, owned: Mapping[desired.ObjectRef, observed_.LiveObject]
+    pods: Iterable[views.PodView], *, owned: Mapping[desired.ObjectRef, observed_.LiveObject], sr_name: str
 ) -> tuple[views.PodView, ...]:
     """Owned bare pods and the pods of owned DaemonSets, by owner uid (a recreated DaemonSet's
     old pods do not count for the new one)."""
     owner_uids = {live.uid for live in owned.values() if live.ref.kind == "DaemonSet"}
-    bare = {(ref.namespace, ref.name) for ref in owned if ref.kind == "Pod"}
+    pods = tuple(pods)
+    bare = {(p.namespace, p.name) for p in owned_pods(pods, sr_name=sr_name)}
     return tuple(
         p
         for p in pods

@@ -67,14 +67,17 @@ async def _run(ctx: Context, *, now: datetime) -> tuple[plan.Plan, bool]:
     """One teardown pass; True when nothing of the SpecialResource is left."""
     sr = ctx.sr
     nodes = ctx.reader.nodes()
-    owned = ctx.reader.owned(sr.name)
-    objects = engine_inputs.live_objects(owned)
+    namespace_pods = ctx.reader.pods(sr.spec.namespace)
+    objects = {
+        **engine_inputs.live_objects(ctx.reader.owned(sr.name)),
+        **engine_inputs.pod_objects(engine_inputs.owned_pods(namespace_pods, sr_name=sr.name)),
+    }
     seen = observed_.Observed(
         generation=sr.generation,
         nodes={},
         departed=engine_inputs.carrying(sr.name, nodes, engine_inputs.sr_taints(sr)),
         objects=objects,
-        pods=engine_inputs.relevant_pods(ctx.reader.pods(sr.spec.namespace), owned=objects),
+        pods=engine_inputs.relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
         previous_status=ctx.previous,
         taints=engine_inputs.sr_taints(sr),
     )

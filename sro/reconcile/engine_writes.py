@@ -72,15 +72,36 @@ def is_permanent(error: BaseException) -> bool:
     return not isinstance(error, errors.TransportError)
 
 
-def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[str, Any]:
-    """``body`` with the owner label and an owner reference to ``sr`` (kept if already there)."""
-    meta = dict(body.get("metadata") or {})
+_POD_TEMPLATES = frozenset({"DaemonSet", "Deployment", "StatefulSet", "Job", "ReplicaSet"})
+
+
+def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
     labels = dict(meta.get("labels") or {})
-    labels[projections.OWNER_LABEL] = sr.name
-    meta["labels"] = labels
-    refs = [r for r in meta.get("ownerReferences") or () if r.get("uid") != sr.uid]
-    meta["ownerReferences"] = [sr.owner_reference(), *refs]
-    return {**body, "metadata": meta}
+    labels[projections.OWNER_LABEL] = sr_name
+    return {**meta, "labels": labels}
+
+
+def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[str, Any]:
+    """``body`` with the owner label and an owner reference to ``sr`` (kept if already there).
+
+    Workload pod templates get the owner label too: the pod cache is filled by that label,
+    and a DaemonSet's pods are how readiness is read per node.
+    """
+    meta = _labelled(body.get("metadata") or {}, sr.name)
+    refs = [
+        r
+        for r in meta.get("ownerReferences") or ()
+        if r.get("uid") != sr.uid and not (r.get("kind") == sr_model.KIND and r.get("name") == sr.name)
+    ]
+    meta["ownerReferences"] = [*refs, sr.owner_reference()]
+    out = {**body, "metadata": meta}
+    spec = body.get("spec")
+    if str(body.get("kind", "")) in _POD_TEMPLATES and isinstance(spec, Mapping):
+        template = spec.get("template")
+        if isinstance(template, Mapping):
+            template = {**template, "metadata": _labelled(template.get("metadata") or {}, sr.name)}
+            out["spec"] = {**spec, "template": template}
+    return out
 
 
 def opening_states(
@@ -99,6 +120,7 @@ async def apply_objects(
     *,
     sr: sr_model.SpecialResource,
     live: Mapping[desired.ObjectRef, projections.ObjectView],
+    present: Mapping[desired.ObjectRef, Any],
     opening: frozenset[str],
 ) -> WriteReport:
     """Apply the plan's objects in its order; dry-run opening states first."""
@@ -121,6 +143,8 @@ async def apply_objects(
     for obj, body in bodies:
         if obj.state in blocked:
             continue
+        if obj.kind == "Pod" and obj.ref in present:
+            continue  # a pod's spec is immutable: the planner recreates one that must change
         current = live.get(obj.ref)
         if not diff.needs_apply(body, current.body if current is not None else None):
             continue

@@ -73,6 +73,10 @@ class EngineSettings:
     proxy: values.ProxySettings = field(default_factory=values.ProxySettings)
 
 
+def _namespace_ref(sr: sr_model.SpecialResource) -> desired.ObjectRef:
+    return desired.ObjectRef(api_version="v1", kind="Namespace", namespace="", name=sr.spec.namespace)
+
+
 class Engine:
     """Reconciles SpecialResources by name; ``reconcile`` returns seconds to requeue after, or None."""
 
@@ -109,8 +113,9 @@ class Engine:
             sr = sr_model.parse(body)
         except errors.RecipeError as exc:
             generation = int((body.get("metadata") or {}).get("generation") or 0)
-            status = engine_status.degraded(previous, previous, reason=exc.reason, message=str(exc),
-                                            generation=generation, now=now)
+            status = engine_status.degraded(
+                previous, previous, reason=exc.reason, message=str(exc), generation=generation, now=now
+            )
             await self._write(key, body, previous, status, events=())
             return None
         log.debug("reconciling", sr=sr.name, generation=sr.generation)
@@ -139,13 +144,16 @@ class Engine:
         now: datetime,
     ) -> float | None:
         def fail(reason: str, message: str) -> dict[str, Any]:
-            return engine_status.degraded(previous, previous, reason=reason, message=message,
-                                          generation=sr.generation, now=now)
+            return engine_status.degraded(
+                previous, previous, reason=reason, message=message, generation=sr.generation, now=now
+            )
 
         owner = await self._namespace_owner(sr)
         if owner is not None and owner != sr.name:
-            message = (f"namespace {sr.spec.namespace} exists and was not created for this SpecialResource; "
-                       "sro never adopts a namespace")
+            message = (
+                f"namespace {sr.spec.namespace} exists and was not created for this SpecialResource; "
+                "sro never adopts a namespace"
+            )
             await self._write(sr.name, body, previous, fail("NamespaceInUse", message), events=())
             return RECIPE_RECHECK
         try:
@@ -180,7 +188,7 @@ class Engine:
         live_views = {v.ref: v for v in self._reader.owned(sr.name)}
         opening = engine_writes.opening_states(wanted, seen.objects, planned.apply)
         applied = await engine_writes.apply_objects(
-            self._writer, planned.apply, sr=sr, live=live_views, opening=opening
+            self._writer, planned.apply, sr=sr, live=live_views, present=seen.objects, opening=opening
         )
         deleted = await engine_writes.delete_objects(self._writer, planned.delete, sr_name=sr.name)
         node_failures = await self._patch_nodes(sr, planned, all_nodes)
@@ -310,9 +318,15 @@ class Engine:
         memory: _Memory,
     ) -> observed_.Observed:
         selected = frozenset(wanted.nodes)
-        owned = self._reader.owned(sr.name)
-        objects = engine_inputs.live_objects(owned)
-        pods = engine_inputs.relevant_pods(self._reader.pods(sr.spec.namespace), owned=objects)
+        # The operand namespace is sro's but not the recipe's: the planner must not see it
+        # as an object no longer desired (teardown sees it and deletes it last).
+        owned = [v for v in self._reader.owned(sr.name) if v.ref != _namespace_ref(sr)]
+        namespace_pods = self._reader.pods(sr.spec.namespace)
+        objects = {
+            **engine_inputs.live_objects(owned),
+            **engine_inputs.pod_objects(engine_inputs.owned_pods(namespace_pods, sr_name=sr.name)),
+        }
+        pods = engine_inputs.relevant_pods(namespace_pods, owned=objects, sr_name=sr.name)
         live_uids = {p.uid for p in pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
         return observed_.Observed(
@@ -356,7 +370,9 @@ class Engine:
             for container in request.containers:
                 try:
                     tails[container] = await self._writer.pod_log(
-                        namespace=request.namespace, name=request.name, container=container,
+                        namespace=request.namespace,
+                        name=request.name,
+                        container=container,
                         limit_bytes=LOG_TAIL_BYTES,
                     )
                 except errors.SroError as exc:
