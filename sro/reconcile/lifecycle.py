@@ -157,12 +157,14 @@ def node_changes(
     """Label, annotation and taint changes for selected and departed nodes, by node name."""
     sr = wanted.sr_name
     prefix, annotation = label_prefix(sr), kernel_annotation(sr)
+    keys = {s: state_label(sr, s) for s in walked.order}
+    done = complete_label(sr)
     changes: list[NodeChange] = []
     for name in wanted.nodes:
         node = seen.nodes.get(name) or views.NodeView(name=name)
-        want = {state_label(sr, s): READY_VALUE for s in walked.complete_states(name)}
-        if walked.all_complete(name):
-            want[complete_label(sr)] = COMPLETE_VALUE
+        want = {keys[s]: READY_VALUE for s in walked.complete_states(name)}
+        if len(want) == len(keys):
+            want[done] = COMPLETE_VALUE
         labels = _diff(node.labels, want, owned=(k for k in node.labels if k.startswith(prefix)))
         group = wanted.kernel_groups.get(name)
         annotations = _diff(node.annotations, {annotation: group.key} if group else {}, owned=())

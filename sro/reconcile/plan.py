@@ -70,7 +70,8 @@ class Plan:
 def _to_apply(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
 ) -> tuple[desired.DesiredObject, ...]:
-    started = {o.state for o in wanted.objects if o.ref in seen.objects}
+    started = {o.state for o in wanted.objects if o.ref in seen.objects}  # opened before
+    opened = {state for state in walked.order if walked.open_anywhere(state)}
     rank = {state: i for i, state in enumerate(walked.order)}
     chosen = []
     for obj in wanted.objects:
@@ -84,7 +85,7 @@ def _to_apply(
             pod = seen.pod(obj.ref)
             if pod is not None and (pod.phase == "Failed" or pod.deleting):
                 continue  # recreated after its backoff, by deleting it first
-        elif not (walked.open_anywhere(obj.state) or obj.state in started):
+        elif obj.state not in opened and obj.state not in started:
             continue
         chosen.append(obj)
     return tuple(sorted(chosen, key=lambda o: (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), o.ref)))

@@ -133,14 +133,13 @@ def daemonset_on_node(
 
     With ``wait-for-logs``, the pod's log tails must match as well.
     """
-    ref = obj.ref
     if live is None:
-        return waiting(f"{ref.kind}/{ref.name} not created yet")
+        return waiting(f"DaemonSet/{obj.ref.name} not created yet")
     current = [p for p in pods if not p.deleting and p.template_generation == str(live.template_generation)]
     if not current:
         if any(not p.deleting for p in pods):
-            return waiting(f"pod of {ref.kind}/{ref.name} is of an old template generation")
-        return waiting(f"waiting for a pod of {ref.kind}/{ref.name}")
+            return waiting(f"pod of DaemonSet/{obj.ref.name} is of an old template generation")
+        return waiting(f"waiting for a pod of DaemonSet/{obj.ref.name}")
     pod = current[0]
     if not pod.ready:
         stuck = _stuck_reason(pod)

@@ -115,36 +115,52 @@ def _combine(verdicts: Sequence[readiness.Verdict]) -> NodeState:
 
 
 class _Judge:
-    """Verdicts of one state's objects, cluster-wide ones computed once per state."""
+    """Verdicts of one state's objects, cluster-wide ones computed once per state.
+
+    Objects are indexed once (per state; per-node pods per state and node) so walking
+    thousands of nodes stays linear in nodes times states.
+    """
 
     def __init__(self, wanted: desired.DesiredState, seen: observed_.Observed) -> None:
         self._wanted = wanted
         self._seen = seen
-        self._objects = {s.name: [o for o in wanted.objects_of(s.name) if o.wait] for s in wanted.states}
+        self._shared: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
+        self._daemonsets: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
+        self._pinned: dict[tuple[str, str], list[desired.DesiredObject]] = {}
+        for o in wanted.objects:
+            if not o.wait or o.state not in self._shared:
+                continue
+            if o.node is not None:
+                self._pinned.setdefault((o.state, o.node), []).append(o)
+            elif o.kind == "DaemonSet":
+                self._daemonsets[o.state].append(o)
+            else:
+                self._shared[o.state].append(o)
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
+        self._refs = {id(o): o.ref for o in wanted.objects}  # refs are computed, not stored
 
     def _one(self, obj: desired.DesiredObject, node: str) -> readiness.Verdict:
         seen = self._seen
-        live = seen.objects.get(obj.ref)
+        ref = self._refs[id(obj)]
+        live = seen.objects.get(ref)
         if obj.kind == "DaemonSet":
-            pods = seen.daemonset_pods(obj.ref, node)
+            pods = seen.daemonset_pods(ref, node)
             if live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
                 pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
             return readiness.daemonset_on_node(obj, live, pods, logs=seen.logs)
         if obj.kind == "Pod":
-            return readiness.pod_verdict(obj, seen.pod(obj.ref), logs=seen.logs)
+            return readiness.pod_verdict(obj, seen.pod(ref), logs=seen.logs)
         return readiness.cluster_object(obj, live)
 
     def cluster(self, state: str) -> tuple[readiness.Verdict, ...]:
         if state not in self._cluster:
-            self._cluster[state] = tuple(self._one(o, "") for o in self._objects[state] if not is_per_node(o))
+            self._cluster[state] = tuple(self._one(o, "") for o in self._shared[state])
         return self._cluster[state]
 
     def on_node(self, state: str, node: str) -> tuple[readiness.Verdict, ...]:
         group = self._wanted.kernel_groups.get(node)
-        mine = [
-            o for o in self._objects[state] if is_per_node(o) and concerns_node(o, node=node, group=group)
-        ]
+        placed = [o for o in self._daemonsets[state] if concerns_node(o, node=node, group=group)]
+        mine = (*placed, *self._pinned.get((state, node), ()))
         return (*self.cluster(state), *(self._one(o, node) for o in mine))
 
 

@@ -57,10 +57,9 @@ def _body(
 
 def kernel_rows(wanted: desired.DesiredState) -> list[dict[str, Any]]:
     """One row per kernel group among the selected nodes, sorted by kernel then OS."""
+    selected = set(wanted.nodes)
     counts = Counter(
-        (group.kernel, group.os.tag)
-        for node, group in wanted.kernel_groups.items()
-        if node in set(wanted.nodes)
+        (group.kernel, group.os.tag) for node, group in wanted.kernel_groups.items() if node in selected
     )
     return [{"kernel": k, "os": o, "nodes": n} for (k, o), n in sorted(counts.items())]
 
