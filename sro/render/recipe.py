@@ -287,8 +287,11 @@ def _states(
             continue
         for key in sorted(set(item) - STATE_KEYS, key=str):
             problems.add(RecipeInvalid(f"unknown state key {key!r} (allowed: after, name)", location=here))
-        name = str(item.get("name", ""))
-        if not names.is_dns_label(name, max_length=STATE_NAME_MAX):
+        raw_name = item.get("name", "")
+        name = str(raw_name)
+        if not isinstance(raw_name, str):
+            problems.add(RecipeInvalid(f"state name {raw_name!r} must be a string (quote it)", location=here))
+        elif not names.is_dns_label(name, max_length=STATE_NAME_MAX):
             problems.add(
                 RecipeInvalid(
                     f"state name {name!r} must be a DNS label of at most {STATE_NAME_MAX} characters",

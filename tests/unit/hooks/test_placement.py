@@ -1,0 +1,155 @@
+"""Placement and ownership injected into rendered objects (sro.hooks.placement, sro.hooks.ownership).
+
+Covers the effective nodeSelector, tolerations for the SpecialResource's taints, the
+node-affinity terms on earlier states and dependencies, owner and state labels,
+namespaces for namespaced kinds, and the owner reference added later by the engine.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import configmap, daemonset, make_node, make_recipe, make_sr, pod, render
+
+from sro.errors import RecipeInvalid
+from sro.hooks import ownership
+
+pytestmark = pytest.mark.unit
+
+PER_NODE = '    sro.dev/per-node: "true"\n'
+
+
+def spec_of(obj: object) -> dict:  # type: ignore[type-arg]
+    body = obj.body  # type: ignore[attr-defined]
+    return body["spec"] if body["kind"] == "Pod" else body["spec"]["template"]["spec"]
+
+
+def test_daemonsets_and_per_node_pods_get_selector_tolerations_and_affinity() -> None:
+    recipe = make_recipe(
+        {
+            "driver": {"ds.yaml": daemonset()},
+            "validate": {"pod.yaml": pod(annotations=PER_NODE)},
+        }
+    )
+    sr = make_sr(taints=[{"key": "nvidia.com/gpu", "value": "present"}], dependencies=[{"name": "ofed"}])
+    result = render(sr, recipe, [make_node("a")])
+    ds, validation = result.objects
+    for obj in (ds, validation):
+        spec = spec_of(obj)
+        assert spec["nodeSelector"]["feature.node.kubernetes.io/pci-10de.present"] == "true"
+        assert spec["tolerations"] == [
+            {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+        ]
+    terms = spec_of(validation)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {
+            "matchExpressions": [
+                {"key": "gpu.sro.dev/driver", "operator": "In", "values": ["ready"]},
+                {"key": "ofed.sro.dev/complete", "operator": "In", "values": ["true"]},
+            ]
+        }
+    ]
+    ds_terms = spec_of(ds)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert ds_terms["nodeSelectorTerms"] == [
+        {
+            "matchExpressions": [
+                {"key": "ofed.sro.dev/complete", "operator": "In", "values": ["true"]},
+            ]
+        }
+    ]
+
+
+def test_the_first_state_without_dependencies_gets_no_affinity() -> None:
+    (ds,) = render(make_sr(), make_recipe({"driver": {"ds.yaml": daemonset()}}), [make_node("a")]).objects
+    assert "affinity" not in spec_of(ds) and "tolerations" not in spec_of(ds)
+
+
+def test_the_specialresource_selector_replaces_the_recipe_default_and_wins_over_the_template() -> None:
+    extra = "      nodeSelector:\n        role: gpu\n        zone: template\n"
+    recipe = make_recipe({"driver": {"ds.yaml": daemonset(extra=extra)}})
+    sr = make_sr(nodeSelector={"zone": "a"})
+    result = render(sr, recipe, [make_node("in", zone="a"), make_node("out", zone="b")])
+    assert result.nodes == ("in",)
+    assert spec_of(result.objects[0])["nodeSelector"] == {"role": "gpu", "zone": "a"}
+
+
+def test_existing_affinity_terms_each_get_the_state_requirements() -> None:
+    extra = """      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions: [{key: a, operator: Exists}]
+              - matchExpressions: [{key: b, operator: Exists}]
+"""
+    recipe = make_recipe({"one": {"cm.yaml": configmap()}, "two": {"ds.yaml": daemonset(extra=extra)}})
+    ds = render(make_sr(), recipe, [make_node("a")]).objects_of("two")[0]
+    terms = spec_of(ds)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    required = {"key": "gpu.sro.dev/one", "operator": "In", "values": ["ready"]}
+    assert [t["matchExpressions"][-1] for t in terms["nodeSelectorTerms"]] == [required, required]
+
+
+def test_deployments_and_config_are_not_placed() -> None:
+    deployment = daemonset("web").replace("kind: DaemonSet", "kind: Deployment")
+    recipe = make_recipe({"one": {"cm.yaml": configmap()}, "two": {"d.yaml": deployment}})
+    dep = render(make_sr(taints=[{"key": "t"}]), recipe, [make_node("a")]).objects_of("two")[0]
+    assert "affinity" not in spec_of(dep) and "tolerations" not in spec_of(dep)
+
+
+def test_every_object_is_labelled_with_its_owner_and_state_and_namespaced_ones_get_the_namespace() -> None:
+    role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\nrules: []\n"
+    recipe = make_recipe({"one": {"cm.yaml": configmap(), "role.yaml": role}})
+    result = render(make_sr(namespace="gpu-ops"), recipe, [make_node("a")])
+    by_kind = {o.kind: o.body["metadata"] for o in result.objects}
+    assert by_kind["ConfigMap"]["namespace"] == "gpu-ops" and "namespace" not in by_kind["ClusterRole"]
+    for meta in by_kind.values():
+        assert meta["labels"]["sro.dev/owner"] == "gpu" and meta["labels"]["sro.dev/state"] == "one"
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (
+            configmap().replace("  name: cm\n", "  name: cm\n  namespace: elsewhere\n"),
+            "names namespace 'elsewhere'",
+        ),
+        ("apiVersion: v1\nkind: Namespace\nmetadata: {name: n, namespace: x}\n", "is cluster-scoped"),
+        (
+            "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\n",
+            "cannot tell whether kind Gadget",
+        ),
+    ],
+)
+def test_namespace_mistakes_are_refused(doc: str, message: str) -> None:
+    with pytest.raises(RecipeInvalid, match=message):
+        render(
+            make_sr(),
+            make_recipe({"one": {"x.yaml": doc}}),
+            [make_node("a")],
+            is_served=lambda api, kind: True,
+        )
+
+
+def test_naming_the_operand_namespace_explicitly_is_allowed() -> None:
+    doc = configmap().replace("  name: cm\n", "  name: cm\n  namespace: '{{ namespace }}'\n")
+    (obj,) = render(make_sr(), make_recipe({"one": {"x.yaml": doc}}), [make_node("a")]).objects
+    assert obj.body["metadata"]["namespace"] == "gpu"
+
+
+def test_the_owner_reference_is_added_without_touching_the_desired_body() -> None:
+    sr = make_sr()
+    (obj,) = render(sr, make_recipe({"one": {"x.yaml": configmap()}}), [make_node("a")]).objects
+    owned = ownership.owned(obj, sr)
+    assert owned.body["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "sro.dev/v1alpha1",
+            "kind": "SpecialResource",
+            "name": "gpu",
+            "uid": "uid-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert "ownerReferences" not in obj.body["metadata"]
+    assert (
+        ownership.owned(owned, sr).body["metadata"]["ownerReferences"]
+        == owned.body["metadata"]["ownerReferences"]
+    )
