@@ -215,7 +215,8 @@ def retries(
     for obj in wanted.objects:
         if obj.kind != "Pod":
             continue
-        ref, pod, record = obj.ref, seen.pod(obj.ref), seen.retries.get(obj.ref)
+        ref = walked.ref(obj)
+        pod, record = seen.pod(ref), seen.retries.get(ref)
         if pod is None or pod.phase != "Failed" or pod.deleting:
             if record is not None and (pod is None or pod.phase != "Succeeded"):
                 records[ref] = record  # keep counting while the recreated pod runs
@@ -263,11 +264,11 @@ def closed_pods(
     for obj in wanted.objects:
         if obj.node is None or obj.kind != "Pod":
             continue
-        pod = seen.pod(obj.ref)
+        pod = seen.pod(walked.ref(obj))
         if pod is None or pod.deleting or walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
             continue
         reason = f"{obj.state} is not open on {obj.node}: its pod runs again when it opens"
-        deletions.append(Deletion(ref=obj.ref, uid=pod.uid, reason=reason))
+        deletions.append(Deletion(ref=walked.ref(obj), uid=pod.uid, reason=reason))
     return tuple(deletions)
 
 

@@ -70,7 +70,7 @@ class Plan:
 def _to_apply(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
 ) -> tuple[desired.DesiredObject, ...]:
-    started = {o.state for o in wanted.objects if o.ref in seen.objects}  # opened before
+    started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}  # opened before
     opened = {state for state in walked.order if walked.open_anywhere(state)}
     rank = {state: i for i, state in enumerate(walked.order)}
     chosen = []
@@ -82,13 +82,15 @@ def _to_apply(
                 .open
             ):
                 continue
-            pod = seen.pod(obj.ref)
+            pod = seen.pod(walked.ref(obj))
             if pod is not None and (pod.phase == "Failed" or pod.deleting):
                 continue  # recreated after its backoff, by deleting it first
         elif obj.state not in opened and obj.state not in started:
             continue
         chosen.append(obj)
-    return tuple(sorted(chosen, key=lambda o: (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), o.ref)))
+    return tuple(
+        sorted(chosen, key=lambda o: (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), walked.ref(o)))
+    )
 
 
 def _seconds(delays: list[timedelta]) -> float | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sro import errors
 from sro.model import desired
@@ -52,6 +52,14 @@ class Walk:
     order: tuple[str, ...]  # states, dependencies first, recipe order among equals
     nodes: Mapping[str, Mapping[str, NodeState]]  # node -> state -> NodeState
     logs_needed: tuple[readiness.LogRequest, ...] = ()
+    # Each desired object's ref, computed once (``DesiredObject.ref`` builds it every time).
+    refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def ref(self, obj: desired.DesiredObject) -> desired.ObjectRef:
+        known = self.refs.get(id(obj))
+        return known[1] if known is not None and known[0] is obj else obj.ref
 
     def open_anywhere(self, state: str) -> bool:
         return any(states[state].open for states in self.nodes.values())
@@ -121,7 +129,12 @@ class _Judge:
     thousands of nodes stays linear in nodes times states.
     """
 
-    def __init__(self, wanted: desired.DesiredState, seen: observed_.Observed) -> None:
+    def __init__(
+        self,
+        wanted: desired.DesiredState,
+        seen: observed_.Observed,
+        refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]],
+    ) -> None:
         self._wanted = wanted
         self._seen = seen
         self._shared: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
@@ -137,11 +150,11 @@ class _Judge:
             else:
                 self._shared[o.state].append(o)
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
-        self._refs = {id(o): o.ref for o in wanted.objects}  # refs are computed, not stored
+        self._refs = refs
 
     def _one(self, obj: desired.DesiredObject, node: str) -> readiness.Verdict:
         seen = self._seen
-        ref = self._refs[id(obj)]
+        ref = self._refs[id(obj)][1]
         live = seen.objects.get(ref)
         if obj.kind == "DaemonSet":
             pods = seen.daemonset_pods(ref, node)
@@ -170,7 +183,8 @@ def walk(
     """Walk every selected node through the states; see the module docstring."""
     order = topological_order(wanted.states)
     after = {s.name: s.after for s in wanted.states}
-    judge = _Judge(wanted, seen)
+    refs = {id(o): (o, o.ref) for o in wanted.objects}
+    judge = _Judge(wanted, seen, refs)
     logs: set[readiness.LogRequest] = set()
     nodes: dict[str, dict[str, NodeState]] = {}
     for node in wanted.nodes:
@@ -188,4 +202,4 @@ def walk(
                 logs.update(verdict.logs_needed)
             states[state] = _combine(verdicts)
         nodes[node] = states
-    return Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)))
+    return Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs)
