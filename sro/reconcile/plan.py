@@ -6,8 +6,9 @@ when ``status_changed`` says so. Nothing here does I/O or reads a clock.
 
 Public surface:
 
-* ``plan(wanted, seen, *, now) -> Plan`` — the managed, normal case (selected nodes may be
-  none). ``Plan`` holds:
+* ``plan(wanted, seen, *, now, problem=None) -> Plan`` — the managed case (selected nodes
+  may be none; ``problem`` overlays a Degraded reason that does not stop the walk, such as
+  ``ConflictingNodeSelector``). ``Plan`` holds:
   ``apply``    desired objects to apply now, in dependency order (namespace, CRDs, RBAC and
                accounts, config and services, other kinds, workloads): every object of a
                state open on at least one node (or already in the cluster: it opened
@@ -97,8 +98,19 @@ def _seconds(delays: list[timedelta]) -> float | None:
     return min(delays).total_seconds() if delays else None
 
 
-def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetime) -> Plan:
-    """Plan one reconcile of a managed SpecialResource."""
+def plan(
+    wanted: desired.DesiredState,
+    seen: observed_.Observed,
+    *,
+    now: datetime,
+    problem: summary.Problem | None = None,
+) -> Plan:
+    """Plan one reconcile of a managed SpecialResource.
+
+    ``problem``: a Degraded reason the engine found that does not stop the walk (a
+    conflict that took some nodes away, a dependency missing on some nodes): the status
+    says Degraded with it, over the walked rows, and its Events follow from that.
+    """
     walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen))
     stale = lifecycle.stale_objects(wanted, seen)
     retry = lifecycle.retries(wanted, seen, walked, now=now)
@@ -117,6 +129,15 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
     else:
         status = summary.status_no_nodes(
             previous, wanted=wanted, generation=seen.generation, recipe_source=seen.recipe_source, now=now
+        )
+    if problem is not None:
+        status = summary.status_for_error(
+            previous,
+            reason=problem.reason,
+            message=problem.message,
+            generation=seen.generation,
+            now=now,
+            current=status,
         )
     return Plan(
         apply=_to_apply(wanted, seen, walked),

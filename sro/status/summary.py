@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -192,29 +193,55 @@ def status_no_nodes(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """A Degraded reason found outside the walk (``conditions.ERROR_REASONS``) and its message."""
+
+    reason: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.reason not in conditions.ERROR_REASONS:
+            raise ValueError(f"{self.reason!r} is not a Degraded reason")
+
+
 def status_for_error(
-    previous: Mapping[str, Any], *, reason: str, message: str, generation: int, now: datetime
+    previous: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    generation: int,
+    now: datetime,
+    current: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Degraded with ``reason`` (one of ``conditions.ERROR_REASONS``); Ready False with it.
 
-    The rows of the previous status (recipe, nodes, kernels, states) are kept: they still
-    describe what is on the nodes.
+    ``current`` is this pass's status from the walk when the problem does not stop the
+    walk (a conflict on some nodes, a missing dependency, a failed apply of one state):
+    its rows and its Progressing condition are kept. Without it, nothing moves, and the
+    rows of ``previous`` are kept: they still describe what is on the nodes. Conditions
+    are always merged against ``previous``, so transition times survive.
     """
-    if reason not in conditions.ERROR_REASONS:
-        raise ValueError(f"{reason!r} is not a Degraded reason")
-    text = _one_line(message)
-    kept = previous.get("ready", "0/0")
+    problem = Problem(reason=reason, message=_one_line(message))
+    base = current if current is not None else previous
+    moving = conditions.find(base.get("conditions") or (), conditions.PROGRESSING) if current else None
+    if moving is not None and moving.get("status") == "True":
+        progressing = (True, str(moving.get("reason", "")), str(moving.get("message", "")))
+    else:
+        progressing = (False, problem.reason, "")
     return _body(
         generation=generation,
         phase="Degraded",
-        line=f"{reason}: {text}",
-        ready=str(kept),
+        line=f"{problem.reason}: {problem.message}",
+        ready=str(base.get("ready", "0/0")),
         wanted=conditions.triple(
-            ready=(False, reason, text), progressing=(False, reason, ""), degraded=(True, reason, text)
+            ready=(False, problem.reason, problem.message),
+            progressing=progressing,
+            degraded=(True, problem.reason, problem.message),
         ),
         previous=previous,
         now=now,
-        rest={k: previous[k] for k in _KEEP_ON_ERROR if k in previous},
+        rest={k: base[k] for k in _KEEP_ON_ERROR if k in base},
     )
 
 

@@ -249,3 +249,16 @@ def test_status_changed_ignores_key_order_and_nothing_else() -> None:
 def test_the_same_walk_gives_the_same_status() -> None:
     first = status(all_done(4))
     assert not summary.status_changed(first, status(all_done(4), previous=first, now=T0 + timedelta(hours=1)))
+
+
+def test_an_error_over_a_moving_walk_keeps_progressing_and_the_fresh_rows() -> None:
+    nodes = all_done(2)
+    nodes["n00"] = {STATES[0]: DONE, STATES[1]: ns(Phase.PROGRESSING, "x")}
+    before = status(all_done(2))
+    walked = status(nodes, previous=before)
+    body = summary.status_for_error(
+        before, reason="DependencyMissing", message="ofed misses n00", generation=3, now=T0, current=walked
+    )
+    assert cond(body, "Progressing")["status"] == "True"
+    assert cond(body, "Degraded")["reason"] == "DependencyMissing"
+    assert body["states"] == walked["states"] and body["ready"] == "1/2"
