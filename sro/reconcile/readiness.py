@@ -14,8 +14,9 @@ Where it is silent, the contract is read this way (and tested so):
   progressing, and the reason names it (``STUCK_REASONS``);
 * StatefulSet, like Deployment, only counts at its current generation
   (``observedGeneration >= generation``): replicas of the previous template are not it;
-* ``wait-for-logs`` gates DaemonSets and Pods (whose pods sro can name); every fetched
-  container tail of each such pod must match.
+* ``wait-for-logs`` gates DaemonSets and Pods (whose pods sro can name); the tail of every
+  container of each such pod must match, except, in a running pod, containers that
+  already completed: those are its init containers, whose logs say nothing of readiness.
 """
 
 from __future__ import annotations
@@ -99,22 +100,24 @@ def failure_reason(pod: views.PodView) -> str:
     return "Failed"
 
 
+def log_containers(pod: views.PodView) -> tuple[str, ...]:
+    """The containers whose logs must match: in a running pod, not those that already
+    completed (its init containers); in a finished pod, all of them."""
+    if pod.phase != "Running":
+        return tuple(c.name for c in pod.containers)
+    return tuple(c.name for c in pod.containers if not (c.terminated_reason and c.exit_code == 0))
+
+
 def logs_verdict(
     pattern: re.Pattern[str], pods: Sequence[views.PodView], logs: Mapping[str, Mapping[str, str]]
 ) -> Verdict:
-    """Ready when every pod's fetched container tails all match; otherwise ask for them again."""
+    """Ready when each pod's tails of ``log_containers`` all match; otherwise ask again."""
     needed: list[LogRequest] = []
     for pod in pods:
-        tails = logs.get(pod.uid)
-        if not tails or not all(pattern.search(tail) for tail in tails.values()):
-            needed.append(
-                LogRequest(
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.uid,
-                    containers=tuple(c.name for c in pod.containers),
-                )
-            )
+        names = log_containers(pod)
+        tails = logs.get(pod.uid) or {}
+        if not names or not all(name in tails and pattern.search(tails[name]) for name in names):
+            needed.append(LogRequest(namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=names))
     if not needed:
         return READY
     return waiting(

@@ -214,3 +214,27 @@ def test_logs_are_not_asked_for_while_the_pod_is_not_ready() -> None:
     verdict = readiness.daemonset_on_node(d, live(d), [ds_pod(d, "n1", ready=False)], logs={})
     assert verdict.outcome is Outcome.WAITING
     assert verdict.logs_needed == ()
+
+
+def test_the_completed_init_containers_of_a_running_pod_need_not_match() -> None:
+    d = ds("driver", "state-driver", logs=r"driver loaded")
+    init = container("install", ready=False, terminated_reason="Completed", exit_code=0)
+    pod = ds_pod(d, "n1", containers=(init, container("main", ready=True)))
+    asked = readiness.daemonset_on_node(d, live(d), [pod], logs={})
+    assert asked.logs_needed[0].containers == ("main",)
+    done = readiness.daemonset_on_node(d, live(d), [pod], logs={pod.uid: {"main": "driver loaded"}})
+    assert done.outcome is Outcome.READY
+
+
+def test_a_finished_pod_needs_every_container_to_match() -> None:
+    p = obj("Pod", "validate", "state-validation", node="n1", logs=r"PASS")
+    finished = (
+        container("prep", exit_code=0, terminated_reason="Completed"),
+        container("check", exit_code=0),
+    )
+    pod = bare_pod(p, containers=finished)
+    partial = readiness.pod_verdict(p, pod, logs={pod.uid: {"check": "PASS"}})
+    assert partial.outcome is Outcome.WAITING
+    assert partial.logs_needed[0].containers == ("prep", "check")
+    full = readiness.pod_verdict(p, pod, logs={pod.uid: {"check": "PASS", "prep": "PASS"}})
+    assert full.outcome is Outcome.READY
