@@ -34,7 +34,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
                     RecipeInvalid(
                         f'{obj.ref}: sro.dev/kernel-affine must be written literally as "true" in the source '
                         "(it decides how the document is rendered)",
-                        location=obj.source,
+                        location=ctx.locate(obj, "kernel-affine"),
                     )
                 )
                 continue

@@ -16,7 +16,6 @@ from typing import Any
 from sro.errors import RecipeInvalid
 from sro.hooks import base
 from sro.model import desired
-from sro.render import problems as problems_
 
 PREFIX = "sro.dev/"
 LEGACY_PREFIX = "specialresource.openshift.io/"
@@ -41,9 +40,10 @@ def flag(obj: desired.DesiredObject, name: str, *, default: bool = False) -> boo
     return default if value is None else value == "true"
 
 
-def validate(obj: desired.DesiredObject, hooks: Sequence[base.Hook], *, problems: problems_.Problems) -> bool:
+def validate(obj: desired.DesiredObject, hooks: Sequence[base.Hook], *, ctx: base.Context) -> bool:
     """Check every sro annotation of ``obj``; False (and problems recorded) if any is wrong."""
     checks = {h.annotation: h.check for h in hooks if h.annotation}
+    problems = ctx.problems
     ok = True
     for raw_key, value in _annotations(obj.body).items():
         key = str(raw_key)
@@ -53,7 +53,7 @@ def validate(obj: desired.DesiredObject, hooks: Sequence[base.Hook], *, problems
             name = key.removeprefix(LEGACY_PREFIX)
             if name in LEGACY_IGNORED:
                 problems.warn(
-                    f"{obj.source}: {obj.ref}: annotation {key} is ignored in sro "
+                    f"{ctx.locate(obj, key)}: {obj.ref}: annotation {key} is ignored in sro "
                     "(the state is the directory)"
                 )
                 continue
@@ -63,12 +63,12 @@ def validate(obj: desired.DesiredObject, hooks: Sequence[base.Hook], *, problems
         check = checks.get(name)
         if check is None:
             known = ", ".join(PREFIX + n for n in sorted(checks))
-            problems.add(RecipeInvalid(f"{where} is unknown (known: {known})", location=obj.source))
+            problems.add(RecipeInvalid(f"{where} is unknown (known: {known})", location=ctx.locate(obj, key)))
             ok = False
         elif not isinstance(value, str):
-            problems.add(RecipeInvalid(f"{where} must be a string", location=obj.source))
+            problems.add(RecipeInvalid(f"{where} must be a string", location=ctx.locate(obj, key)))
             ok = False
         elif problem := check(value):
-            problems.add(RecipeInvalid(f"{where}: {value!r} {problem}", location=obj.source))
+            problems.add(RecipeInvalid(f"{where}: {value!r} {problem}", location=ctx.locate(obj, key)))
             ok = False
     return ok

@@ -36,7 +36,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
                 RecipeInvalid(
                     f"{obj.ref}: kind {obj.kind} ({api_version}) is not served by the cluster; "
                     'mark it sro.dev/optional: "true" if the recipe works without it',
-                    location=obj.source,
+                    location=ctx.locate(obj, "kind:"),
                 )
             )
     return out

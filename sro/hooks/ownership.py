@@ -39,7 +39,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             ctx.problems.add(
                 RecipeInvalid(
                     f"{obj.ref}: cannot tell whether kind {obj.kind} ({api_version}) is namespaced",
-                    location=obj.source,
+                    location=ctx.locate(obj, "kind:"),
                 )
             )
             continue
@@ -49,7 +49,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
                     RecipeInvalid(
                         f"{obj.ref}: names namespace {named!r}; namespaced objects go to the operand "
                         f"namespace {namespace!r} (leave metadata.namespace out)",
-                        location=obj.source,
+                        location=ctx.locate(obj, "namespace:"),
                     )
                 )
                 continue
@@ -59,7 +59,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             ctx.problems.add(
                 RecipeInvalid(
                     f"{obj.ref}: {obj.kind} is cluster-scoped and must not name a namespace",
-                    location=obj.source,
+                    location=ctx.locate(obj, "namespace:"),
                 )
             )
             continue

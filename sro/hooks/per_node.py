@@ -34,7 +34,9 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             continue
         if obj.kind != "Pod":
             ctx.problems.add(
-                RecipeInvalid(f"{obj.ref}: sro.dev/per-node applies to Pods only", location=obj.source)
+                RecipeInvalid(
+                    f"{obj.ref}: sro.dev/per-node applies to Pods only", location=ctx.locate(obj, "per-node")
+                )
             )
             continue
         nodes = ctx.members(obj.kernel_group) if obj.kernel_group else list(ctx.nodes)

@@ -109,7 +109,6 @@ def collect_desired(
         proxy=proxy,
     )
     objects = engine.render_documents(recipe, inputs, groups=groups.values(), limits=limits, problems=found)
-    objects = [o for o in objects if keys.validate(o, registry.HOOKS, problems=found)]
     ctx = base.Context(
         sr=sr,
         recipe=recipe,
@@ -120,10 +119,12 @@ def collect_desired(
         is_namespaced=is_namespaced,
         is_served=is_served,
         problems=found,
+        texts={d.location: d.text for s in recipe.states for d in s.documents},
     )
+    objects = [o for o in objects if keys.validate(o, registry.HOOKS, ctx=ctx)]
     for hook in registry.HOOKS:
         objects = hook.apply(objects, ctx)
-    _check_unique(objects, found)
+    _check_unique(objects, ctx)
     if found:
         return None, found
     order = {s.name: i for i, s in enumerate(recipe.states)}
@@ -146,16 +147,17 @@ def _sort_key(obj: desired.DesiredObject) -> tuple[int, str, str, str, str]:
     return rank, ref.api_version, ref.kind, ref.namespace, ref.name
 
 
-def _check_unique(objects: Sequence[desired.DesiredObject], found: problems_.Problems) -> None:
+def _check_unique(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> None:
     """The same object (apiVersion group, kind, namespace, name) may appear only once."""
     first: dict[tuple[str, str, str, str], desired.DesiredObject] = {}
     for obj in objects:
         ref = obj.ref
         key = (ref.group, ref.kind, ref.namespace, ref.name)
         if key in first:
-            found.add(
+            ctx.problems.add(
                 RecipeInvalid(
-                    f"{ref} appears twice in the recipe (first at {first[key].source})", location=obj.source
+                    f"{ref} appears twice in the recipe (first at {ctx.locate(first[key], 'name:')})",
+                    location=ctx.locate(obj, "name:"),
                 )
             )
         else:

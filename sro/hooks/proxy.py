@@ -31,7 +31,10 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             continue
         if not podspec.runs_pods(obj.kind):
             ctx.problems.add(
-                RecipeInvalid(f"{obj.ref}: sro.dev/proxy applies to kinds that run pods", location=obj.source)
+                RecipeInvalid(
+                    f"{obj.ref}: sro.dev/proxy applies to kinds that run pods",
+                    location=ctx.locate(obj, "sro.dev/proxy"),
+                )
             )
             continue
         if not env:

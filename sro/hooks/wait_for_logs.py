@@ -39,7 +39,8 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
         if not podspec.runs_pods(obj.kind):
             ctx.problems.add(
                 RecipeInvalid(
-                    f"{obj.ref}: sro.dev/wait-for-logs applies to kinds that run pods", location=obj.source
+                    f"{obj.ref}: sro.dev/wait-for-logs applies to kinds that run pods",
+                    location=ctx.locate(obj, "wait-for-logs"),
                 )
             )
             continue

@@ -77,11 +77,19 @@ def render_one(
         raise RecipeInvalid(f"{where}: rendered YAML is invalid: {exc}", location=doc.location) from None
     if body is None:
         return None
-    check_object(body, location=doc.location, where=where)
+    check_object(body, location=doc.location, where=where, metadata_at=line_of(doc, "metadata:"))
     return dict(body)
 
 
-def check_object(body: Any, *, location: Location, where: str) -> None:
+def line_of(doc: recipe_.Document, needle: str) -> Location:
+    """The first line of ``doc``'s source containing ``needle`` (the document's first line if none)."""
+    for offset, line in enumerate(doc.text.splitlines()):
+        if needle in line:
+            return Location(file=doc.location.file, line=doc.location.line + offset)
+    return doc.location
+
+
+def check_object(body: Any, *, location: Location, where: str, metadata_at: Location | None = None) -> None:
     """A rendered document is one Kubernetes object with apiVersion, kind and metadata.name."""
     if not isinstance(body, Mapping):
         raise RecipeInvalid(
@@ -93,12 +101,13 @@ def check_object(body: Any, *, location: Location, where: str) -> None:
             raise RecipeInvalid(f"{where}: object has no {key}", location=location)
     meta = body.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise RecipeInvalid(f"{where}: {body['kind']} has no metadata.name", location=location)
+        raise RecipeInvalid(f"{where}: {body['kind']} has no metadata.name", location=metadata_at or location)
     for field in ("labels", "annotations"):
         entries = meta.get(field)
         if entries is None:
             continue
         if not isinstance(entries, Mapping) or not all(isinstance(v, str) for v in entries.values()):
             raise RecipeInvalid(
-                f'{where}: metadata.{field} must map keys to strings (quote "true")', location=location
+                f'{where}: metadata.{field} must map keys to strings (quote "true")',
+                location=metadata_at or location,
             )

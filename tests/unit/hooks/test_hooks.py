@@ -246,7 +246,7 @@ def test_unknown_keys_and_invalid_values_are_recipe_invalid(annotation: str, mes
             make_sr(), make_recipe({"s": {"cm.yaml": configmap(annotations=annotation)}}), [make_node("a")]
         )
     assert message in str(caught.value)
-    assert str(caught.value).startswith("demo/s/cm.yaml:1: ConfigMap/cm: ")
+    assert str(caught.value).startswith("demo/s/cm.yaml:7: ConfigMap/cm: ")
 
 
 def test_every_registered_hook_with_an_annotation_is_unique() -> None:

@@ -101,7 +101,7 @@ def test_the_same_object_twice_is_refused_naming_both_places() -> None:
         render(make_sr(), recipe, [make_node("a")])
     assert (
         str(caught.value)
-        == "demo/two/b.yaml:1: ConfigMap/gpu/cm appears twice in the recipe (first at demo/one/a.yaml:1)"
+        == "demo/two/b.yaml:4: ConfigMap/gpu/cm appears twice in the recipe (first at demo/one/a.yaml:4)"
     )
 
 

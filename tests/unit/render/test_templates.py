@@ -116,20 +116,23 @@ def test_a_document_that_renders_to_nothing_is_none() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("text", "line", "message"),
     [
-        ("- a\n- b\n", "must render to one Kubernetes object"),
-        ("kind: ConfigMap\nmetadata: {name: x}\n", "object has no apiVersion"),
-        ("apiVersion: v1\nmetadata: {name: x}\n", "object has no kind"),
-        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", "ConfigMap has no metadata.name"),
+        ("- a\n- b\n", 1, "must render to one Kubernetes object"),
+        ("kind: ConfigMap\nmetadata: {name: x}\n", 1, "object has no apiVersion"),
+        ("apiVersion: v1\nmetadata: {name: x}\n", 1, "object has no kind"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", 3, "ConfigMap has no metadata.name"),
         (
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, annotations: {sro.dev/wait: true}}\n",
+            3,
             'metadata.annotations must map keys to strings (quote "true")',
         ),
     ],
 )
-def test_every_rendered_document_must_be_a_named_kubernetes_object(text: str, message: str) -> None:
+def test_every_rendered_document_must_be_a_named_kubernetes_object(
+    text: str, line: int, message: str
+) -> None:
     with pytest.raises(RecipeInvalid) as caught:
         render_doc(text)
     assert message in str(caught.value)
-    assert str(caught.value).startswith("r/s/doc.yaml:1: document 1: ")
+    assert str(caught.value).startswith(f"r/s/doc.yaml:{line}: document 1: ")

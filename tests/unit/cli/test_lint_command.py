@@ -1,0 +1,130 @@
+"""``sro lint`` on valid recipes and on SpecialResource files, and the other small commands.
+
+Covers: the built-in recipes lint clean; SpecialResource files are checked with their
+line numbers and rendered with the recipe they name; ``version``; ``--help`` naming the
+environment fallback of every ``run`` flag; and the settings ``run`` builds from flags
+and environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sro
+from sro import cli
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_the_built_in_recipes_lint_clean_with_warnings_for_optional_kinds(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, out, _ = run(capsys, "lint", "assets/nvidia-gpu", "assets/simple-kmod")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 2 and all(": warning: " in line and "skipped (optional)" in line for line in lines)
+
+
+def test_a_specialresource_file_is_validated_with_its_line_numbers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "srs.yaml"
+    path.write_text(
+        "apiVersion: sro.dev/v1alpha1\nkind: SpecialResource\nmetadata: {name: good}\n"
+        "spec: {recipe: simple-kmod}\n"
+        "---\n"
+        "apiVersion: sro.dev/v1alpha1\nkind: SpecialResource\nmetadata: {name: bad}\n"
+        "spec: {recipe: simple-kmod, managementState: Sometimes}\n"
+    )
+    code, out, _ = run(capsys, "lint", str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:6: SpecialResource bad: "
+        "spec.managementState 'Sometimes' must be one of Managed, Unmanaged, Removed"
+    ]
+
+
+def test_a_specialresource_is_rendered_with_the_recipe_it_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    path = tmp_path / "sr.yaml"
+    path.write_text(
+        "apiVersion: sro.dev/v1alpha1\nkind: SpecialResource\nmetadata: {name: gpu}\n"
+        "spec:\n  recipe: nvidia-gpu\n  set:\n    driver: null\n"
+    )
+    code, out, _ = run(capsys, "lint", str(path), "assets/nvidia-gpu")
+    assert code == 1
+    assert (
+        "assets/nvidia-gpu/state-driver/daemonset.yaml:26: "
+        "undefined value: 'dict object' has no attribute 'driver'" in out
+    )
+
+
+def test_a_duplicate_key_in_a_specialresource_file_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "sr.yaml"
+    path.write_text(
+        "apiVersion: sro.dev/v1alpha1\nkind: SpecialResource\nmetadata: {name: a}\nspec: {}\nspec: {}\n"
+    )
+    code, out, _ = run(capsys, "lint", str(path))
+    assert (code, out.strip()) == (1, f"{path}:5: invalid YAML: duplicate key 'spec' (first at line 4)")
+
+
+def test_a_missing_path_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "lint", "/nonexistent/recipe")
+    assert (code, out.strip()) == (1, "/nonexistent/recipe: no such file or directory")
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "version")[:2] == (0, f"sro {sro.__version__}\n")
+
+
+def test_run_help_names_every_flag_and_its_environment_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, env in [
+        ("--namespace", "SRO_NAMESPACE"),
+        ("--recipes", "SRO_RECIPE_DIRS"),
+        ("--metrics-addr", "SRO_METRICS_ADDR"),
+        ("--health-addr", "SRO_HEALTH_ADDR"),
+        ("--leader-elect", "SRO_LEADER_ELECT"),
+        ("--log-format", "SRO_LOG_FORMAT"),
+        ("--workers", "SRO_WORKERS"),
+        ("--http-proxy", "SRO_HTTP_PROXY"),
+        ("--https-proxy", "SRO_HTTPS_PROXY"),
+        ("--no-proxy", "SRO_NO_PROXY"),
+    ]:
+        assert flag in text and f"env {env}" in text
+
+
+def test_run_settings_come_from_flags_with_environment_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SRO_WORKERS", "9")
+    monkeypatch.setenv("SRO_LEADER_ELECT", "false")
+    monkeypatch.setenv("SRO_NAMESPACE", "ops")
+    args = cli.build_parser().parse_args(["run", "--health-addr", "0.0.0.0:9090", "--log-format", "json"])
+    settings = cli.run_settings(args)
+    assert settings.controller.workers == 9
+    assert settings.lease.enabled is False and settings.lease.namespace == "ops"
+    assert (settings.server.address, settings.server.port) == ("0.0.0.0", 9090)
+    assert settings.log.format == "json"
+
+
+def test_render_without_a_node_source_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["render", "--recipe", "assets/simple-kmod", "--sr", "x.yaml"])
+    assert caught.value.code == 2
+    assert "one of the arguments --nodes --live is required" in capsys.readouterr().err
