@@ -68,6 +68,9 @@ class Plan:
     finalizer_removable: bool = False
 
 
+_PENDING = walk_.NodeState(phase=walk_.Phase.PENDING)
+
+
 def _to_apply(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
 ) -> tuple[desired.DesiredObject, ...]:
@@ -76,18 +79,15 @@ def _to_apply(
     rank = {state: i for i, state in enumerate(walked.order)}
     chosen = []
     for obj in wanted.objects:
-        if obj.node is not None and obj.kind == "Pod":
-            if (
-                not walked.nodes.get(obj.node, {})
-                .get(obj.state, walk_.NodeState(phase=walk_.Phase.PENDING))
-                .open
-            ):
+        if obj.node is not None:
+            if not walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
                 continue
+        elif obj.state not in opened and obj.state not in started:
+            continue
+        if obj.kind == "Pod":
             pod = seen.pod(walked.ref(obj))
             if pod is not None and (pod.phase == "Failed" or pod.deleting):
                 continue  # recreated after its backoff, by deleting it first
-        elif obj.state not in opened and obj.state not in started:
-            continue
         chosen.append(obj)
     return tuple(
         sorted(chosen, key=lambda o: (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), walked.ref(o)))
@@ -164,6 +164,7 @@ def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, no
         delete=down.delete,
         node_labels=down.node_changes,
         status=status,
-        events=events.transitions(seen.previous_status, status, removed=[d.ref for d in down.delete]),
+        # Only the removal itself: every kernel group and state "ending" here is no news.
+        events=events.transitions({}, {}, removed=[d.ref for d in down.delete]),
         finalizer_removable=down.done,
     )

@@ -22,6 +22,7 @@ from builders import (
     container,
     ds,
     ds_pod,
+    failed_pod,
     label,
     labels_of,
     live,
@@ -330,3 +331,19 @@ def test_a_conflict_overlays_degraded_on_the_walk_once_and_then_stays_quiet() ->
 def test_a_problem_reason_outside_the_contract_is_refused() -> None:
     with pytest.raises(ValueError, match="not a Degraded reason"):
         summary.Problem(reason="Whatever", message="")
+
+
+def test_a_failed_cluster_wide_pod_is_not_applied_while_it_waits_for_its_retry() -> None:
+    job_pod = obj("Pod", "build", "state-build")
+    want = wanted(states("state-build"), [job_pod], ["n1"])
+    p = plan.plan(want, seen([node("n1")], objects=[live(job_pod)], pods=[failed_pod(job_pod)]), now=T0)
+    assert p.apply == () and p.delete == ()
+    assert p.requeue_after == 10.0
+    assert p.status["state"] == "Degraded: StateFailed on 1 node (n1: Error (exit code 1))"
+
+
+def test_teardown_reports_the_removal_only() -> None:
+    world = linear_world()
+    world.settle()
+    down = plan.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
+    assert [e.reason for e in down.events] == [events.OBJECTS_REMOVED]
