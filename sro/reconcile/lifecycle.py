@@ -196,6 +196,9 @@ def backoff(attempts: int) -> timedelta:
     return min(BACKOFF_BASE * (1 << doublings), BACKOFF_MAX)
 
 
+_PENDING = walk_.NodeState(phase=walk_.Phase.PENDING)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Retries:
     """Failed pods to recreate now, the bookkeeping to keep, and when to look again."""
@@ -234,9 +237,6 @@ def retries(
         else:
             wake.append(due - now)
     return Retries(delete=tuple(delete), records=MappingProxyType(records), wake_in=min(wake, default=None))
-
-
-_PENDING = walk_.NodeState(phase=walk_.Phase.PENDING)
 
 
 def _controller_pod(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
