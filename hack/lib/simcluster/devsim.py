@@ -97,6 +97,7 @@ class Simulator:
         self.blocked: dict[str, tuple[str, str]] = {}  # pod uid -> (namespace, name) with a missing image
         self.admit_queue: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue()
         self.admitting: set[str] = set()
+        self.latest: dict[str, dict[str, Any]] = {}  # uid -> newest copy seen of a pod awaiting admission
         self.node_queue: asyncio.Queue[str] = asyncio.Queue()
         self.node_dirty: set[str] = set()
 
@@ -155,28 +156,30 @@ class Simulator:
                     self.mark_node(changed)
         if kind == "DELETED":
             self.blocked.pop(uid, None)
+            self.latest.pop(uid, None)
             return
         if IMAGE_MISSING in annotations:
             self.blocked[uid] = (meta["namespace"], meta["name"])
         else:
             self.blocked.pop(uid, None)
-        if (
-            node
-            and ADMITTED not in annotations
-            and not meta.get("deletionTimestamp")
-            and uid not in self.admitting
-        ):
-            self.admitting.add(uid)
-            self.admit_queue.put_nowait((meta["namespace"], meta["name"], uid))
+        if node and ADMITTED not in annotations and not meta.get("deletionTimestamp"):
+            self.latest[uid] = pod
+            if uid not in self.admitting:
+                self.admitting.add(uid)
+                self.admit_queue.put_nowait((meta["namespace"], meta["name"], uid))
+        else:
+            self.latest.pop(uid, None)
 
     async def admit(self, namespace: str, name: str, uid: str) -> None:
         """Decides what the pod's containers will do and records it for the Stages."""
-        try:
-            pod = await self.client.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
-        except kube.ApiError as e:
-            if e.status == 404:
-                return
-            raise
+        pod = self.latest.pop(uid, None)  # the watch's copy saves a GET per pod at scale
+        if pod is None:
+            try:
+                pod = await self.client.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+            except kube.ApiError as e:
+                if e.status == 404:
+                    return
+                raise
         meta = pod["metadata"]
         if meta["uid"] != uid or ADMITTED in (meta.get("annotations") or {}):
             return
