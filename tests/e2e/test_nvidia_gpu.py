@@ -66,8 +66,10 @@ async def test_nvidia_gpu_walks_every_gpu_node_in_order_and_leaves_other_nodes_a
     assert status["nodes"] == {"selected": 50, "complete": 50}
     assert len(status["kernels"]) == 4
 
-    gpu_nodes = {n["metadata"]["name"] for n in srs.nodes(made.cluster, selector)}
+    gpu_node_objects = srs.nodes(made.cluster, selector)
+    gpu_nodes = {n["metadata"]["name"] for n in gpu_node_objects}
     assert len(gpu_nodes) == 50
+    assert all(n["status"]["allocatable"].get("nvidia.com/gpu") == "8" for n in gpu_node_objects)
     pods = srs.pods(made.cluster, name)
     ds_states = {
         ds["metadata"]["name"]: ds["metadata"]["labels"]["sro.dev/state"]
@@ -87,9 +89,12 @@ async def test_nvidia_gpu_walks_every_gpu_node_in_order_and_leaves_other_nodes_a
         assert driver_ready is not None, node
         assert driver_ready <= _time(plugin["metadata"]["creationTimestamp"]), node
         validation = states["state-device-plugin-validation"][0]
-        scheduled = next(c for c in validation["status"]["conditions"] if c["type"] == "PodScheduled")
+        # A per-node pod is bound by nodeName at creation: its creation is its scheduling.
+        # The device plugin's pod being Ready is when the node's nvidia.com/gpu appeared.
         plugin_ready = _ready_since(plugin)
-        assert plugin_ready is not None and plugin_ready <= _time(scheduled["lastTransitionTime"]), node
+        assert plugin_ready is not None, node
+        assert plugin_ready <= _time(validation["metadata"]["creationTimestamp"]), node
+        assert validation["status"]["phase"] == "Succeeded", node
 
     monitoring = [p for s in by_node.values() for p in s.get("state-monitoring", [])]
     discovery = [p for s in by_node.values() for p in s.get("state-feature-discovery", [])]
