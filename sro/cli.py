@@ -23,7 +23,7 @@ import yaml
 import sro
 from sro.errors import Location, RecipeError, SroError
 from sro.hooks import offline, pipeline
-from sro.model import inventory
+from sro.model import desired, inventory, views
 from sro.model import specialresource as srmodel
 from sro.render import kinds, sources, values, yamlstrict
 from sro.render import recipe as recipe_
@@ -244,15 +244,49 @@ def _render_live(
     *,
     operator: values.OperatorInfo,
     proxy: values.ProxySettings,
-) -> Any:
-    try:
-        live = importlib.import_module("sro.kube.live")
-    except ImportError:
-        raise SroError(
-            "sro render --live needs the cluster client (sro.kube.live), which this build lacks; "
-            "use --nodes with an inventory"
-        ) from None
-    return asyncio.run(live.render(sr, recipe, operator=operator, proxy=proxy))
+) -> desired.DesiredState:
+    """Render for the nodes, version and served kinds of the cluster in KUBECONFIG (read only)."""
+    nodes, version, scope = asyncio.run(_read_cluster())
+
+    def is_namespaced(api_version: str, kind: str) -> bool | None:
+        return scope.get((api_version, kind))
+
+    def is_served(api_version: str, kind: str) -> bool:
+        return (api_version, kind) in scope
+
+    return pipeline.render_desired(
+        sr,
+        recipe,
+        nodes,
+        cluster_version=version,
+        operator_info=operator,
+        proxy=proxy,
+        is_namespaced=is_namespaced,
+        is_served=is_served,
+    )
+
+
+async def _read_cluster() -> tuple[list[views.NodeView], str, dict[tuple[str, str], bool]]:
+    """Every Node, the server version, and the scope of every served kind."""
+    from sro import settings as settings_  # noqa: PLC0415 - only --live needs the client
+    from sro.kube import http  # noqa: PLC0415
+
+    async with await http.Api.connect(settings_.ApiSettings()) as api:
+        version = await api.request("GET", "/version", resource="version")
+        listed = await api.request("GET", "/api/v1/nodes", resource="nodes")
+        group_versions = ["v1"]
+        groups = await api.request("GET", "/apis", resource="discovery")
+        for group in groups.get("groups") or ():
+            group_versions.extend(str(v.get("groupVersion", "")) for v in group.get("versions") or ())
+        scope: dict[tuple[str, str], bool] = {}
+        for api_version in group_versions:
+            path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+            listing = await api.request("GET", path, resource="discovery")
+            for entry in listing.get("resources") or ():
+                if "/" not in str(entry.get("name", "")):  # not a subresource such as pods/log
+                    scope[(api_version, str(entry.get("kind", "")))] = bool(entry.get("namespaced"))
+    nodes = sorted((views.NodeView.from_body(b) for b in listed.get("items") or ()), key=lambda n: n.name)
+    return nodes, str(version.get("gitVersion", "")), scope
 
 
 def format_desired(result: Any, *, recipe: recipe_.Recipe) -> str:
@@ -295,7 +329,9 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print("sro run: the operator runtime (sro.app) is not part of this build", file=sys.stderr)
         return 1
-    result = app.run(run_settings(args))
+    settings = run_settings(args)
+    os.environ.update(runtime_environment(args, settings))
+    result = app.run(settings)
     if inspect.isawaitable(result):
         result = asyncio.run(_await(result))
     return int(result or 0)
@@ -334,6 +370,21 @@ def run_settings(args: argparse.Namespace) -> Any:
     names = {f.name for f in dataclasses.fields(settings)}
     changes.update({k: v for k, v in extra.items() if k in names})
     return dataclasses.replace(settings, **changes)
+
+
+def runtime_environment(args: argparse.Namespace, settings: Any) -> dict[str, str]:
+    """Environment for what the runtime's settings lack (it reads those from the environment)."""
+    names = {f.name for f in dataclasses.fields(settings)}
+    env: dict[str, str] = {}
+    if "namespace" not in names:
+        env["SRO_NAMESPACE"] = args.namespace
+    if "recipe_dirs" not in names:
+        env["SRO_RECIPE_DIRS"] = args.recipes
+    if "proxy" not in names:
+        env.update(
+            SRO_HTTP_PROXY=args.http_proxy, SRO_HTTPS_PROXY=args.https_proxy, SRO_NO_PROXY=args.no_proxy
+        )
+    return env
 
 
 if __name__ == "__main__":
