@@ -27,6 +27,7 @@ import structlog
 from sro import errors
 from sro.apply import diff
 from sro.cache import projections
+from sro.errors import Location
 from sro.model import desired
 from sro.model import specialresource as sr_model
 from sro.reconcile import engine_ports, lifecycle
@@ -42,6 +43,7 @@ class Failure:
     ref: desired.ObjectRef | None
     error: errors.SroError
     dry_run: bool = False
+    source: Location | None = None  # the recipe file and line the object came from
 
     @property
     def permanent(self) -> bool:
@@ -50,7 +52,8 @@ class Failure:
     def describe(self) -> str:
         what = f"{self.ref}" if self.ref is not None else "node"
         verb = "refused (dry-run)" if self.dry_run else "failed"
-        return f"{self.state}: {what} {verb}: {self.error}"
+        where = f"{self.source}: " if self.source is not None else ""
+        return f"{where}{self.state}: {what} {verb}: {self.error}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,7 +140,9 @@ async def apply_objects(
             # apply, in order, decides.
             log.debug("dry-run skipped", sr=sr.name, ref=str(obj.ref), error=str(exc))
         except errors.SroError as exc:
-            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True))
+            failures.append(
+                Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source)
+            )
             blocked.add(obj.state)
     applied = 0
     for obj, body in bodies:
@@ -152,7 +157,7 @@ async def apply_objects(
             await writer.apply(diff.stamped(body))
             applied += 1
         except errors.SroError as exc:
-            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc))
+            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
             if is_permanent(exc):
                 blocked.add(obj.state)
     if applied:
