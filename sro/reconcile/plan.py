@@ -12,8 +12,11 @@ Public surface:
   ``apply``    desired objects to apply now, in dependency order (namespace, CRDs, RBAC and
                accounts, config and services, other kinds, workloads): every object of a
                state open on at least one node (or already in the cluster: it opened
-               before), per-node pods only where their state is open, never a failed pod
-               waiting for its retry;
+               before); a per-node pod only where its state is open *and* the node
+               already carries the labels of its ``after`` states (the pod is pinned by
+               ``nodeName``, so the kubelet, not the scheduler, checks its required
+               affinity and would fail it: the pod follows the labels one pass later);
+               never a failed pod waiting for its retry;
   ``delete``   ``lifecycle.Deletion``s: owned objects no longer desired, per-node pods of
                states not open on their node (they re-run when it reopens), failed pods
                whose backoff has passed — workloads first;
@@ -24,6 +27,8 @@ Public surface:
                ``None``: watches wake the engine for everything else;
   ``status``   the whole status body; ``events`` transition Events;
   ``retries``  the retry bookkeeping to hand back in the next ``Observed``.
+  The engine may execute the parts in any order; node labels first, then ``apply``, then
+  ``delete`` moves fastest.
 * ``plan_teardown(*, sr_name, seen, generation, now)`` — ``managementState: Removed`` and
   deletion: delete everything, strip every node; ``finalizer_removable`` once nothing is left.
 * Status builders for the other paths, in ``sro.status.summary``: ``status_for_error``,
@@ -42,7 +47,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import desired
+from sro.model import desired, views
 from sro.reconcile import lifecycle, readiness
 from sro.reconcile import observed as observed_
 from sro.reconcile import walk as walk_
@@ -71,17 +76,26 @@ class Plan:
 _PENDING = walk_.NodeState(phase=walk_.Phase.PENDING)
 
 
+def _labelled(sr_name: str, node: views.NodeView | None, states: tuple[str, ...]) -> bool:
+    """Whether ``node`` already carries the ready labels of ``states``."""
+    labels = node.labels if node is not None else {}
+    return all(labels.get(lifecycle.state_label(sr_name, s)) == lifecycle.READY_VALUE for s in states)
+
+
 def _to_apply(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
 ) -> tuple[desired.DesiredObject, ...]:
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}  # opened before
     opened = {state for state in walked.order if walked.open_anywhere(state)}
     rank = {state: i for i, state in enumerate(walked.order)}
+    after = {s.name: s.after for s in wanted.states}
     chosen = []
     for obj in wanted.objects:
         if obj.node is not None:
             if not walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
                 continue
+            if not _labelled(wanted.sr_name, seen.nodes.get(obj.node), after.get(obj.state, ())):
+                continue  # its labels come first: a pinned pod is refused by a node without them
         elif obj.state not in opened and obj.state not in started:
             continue
         if obj.kind == "Pod":

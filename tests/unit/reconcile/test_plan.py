@@ -347,3 +347,16 @@ def test_teardown_reports_the_removal_only() -> None:
     world.settle()
     down = plan.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
     assert [e.reason for e in down.events] == [events.OBJECTS_REMOVED]
+
+
+def test_a_per_node_pod_is_applied_only_once_its_node_carries_the_after_labels() -> None:
+    d = ds("driver", "state-driver")
+    (validate,) = node_pods("validate", "state-validation", ["n1"])
+    want = wanted(states("state-driver", "state-validation"), [d, validate], ["n1"])
+    bare = seen([node("n1")], objects=[live(d)], pods=[ds_pod(d, "n1")])
+    labelled = seen([node("n1", {label("state-driver"): "ready"})], objects=[live(d)], pods=[ds_pod(d, "n1")])
+    first = plan.plan(want, bare, now=T0)
+    assert first.walk is not None and first.walk.nodes["n1"]["state-validation"].open
+    assert [o.ref.name for o in first.apply] == ["driver"]
+    assert labels_of(first) == {"n1": {label("state-driver"): "ready"}}
+    assert [o.ref.name for o in plan.plan(want, labelled, now=T0).apply] == ["driver", "validate-n1"]

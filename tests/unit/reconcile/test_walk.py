@@ -55,9 +55,14 @@ def test_a_linear_recipe_walks_state_by_state_on_every_node() -> None:
     assert {first.walk.nodes[n]["state-driver"].phase for n in NODES} == {Phase.PROGRESSING}
     assert {first.walk.nodes[n]["state-validation"].phase for n in NODES} == {Phase.PENDING}
 
-    second = world.step()  # driver pods ready: driver complete, validation opens
+    second = world.step()  # driver pods ready: driver complete and labelled, validation opens
     assert {n: world.complete_states(n) for n in NODES} == {n: {"state-driver"} for n in NODES}
-    assert sorted(o.ref.name for o in second.apply) == ["driver", "validate-n1", "validate-n2", "validate-n3"]
+    assert second.walk is not None
+    assert {second.walk.nodes[n]["state-validation"].phase for n in NODES} == {Phase.PROGRESSING}
+    assert [o.ref.name for o in second.apply] == ["driver"]  # pinned pods follow the labels
+
+    third = world.step()
+    assert sorted(o.ref.name for o in third.apply) == ["driver", "validate-n1", "validate-n2", "validate-n3"]
 
     world.settle()
     for n in NODES:
