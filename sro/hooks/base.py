@@ -8,7 +8,6 @@ which hooks run is ``registry.HOOKS``; the context is the same for all of them.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -74,8 +73,18 @@ class Hook:
 
 def edit(obj: desired.DesiredObject, **changes: Any) -> tuple[desired.DesiredObject, dict[str, Any]]:
     """A copy of ``obj`` with a body the caller may modify, and that body."""
-    body = copy.deepcopy(dict(obj.body))
+    body = plain_copy(dict(obj.body))
     return dataclasses.replace(obj, body=body, **changes), body
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars): several times faster than
+    ``copy.deepcopy``, which matters with a per-node Pod for each of thousands of nodes."""
+    if isinstance(value, dict):
+        return {k: plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_copy(v) for v in value]
+    return value
 
 
 def metadata(body: dict[str, Any]) -> dict[str, Any]:

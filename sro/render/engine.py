@@ -63,7 +63,7 @@ def render_one(
     text = doc.compiled.render(doc_values, budget=budget)
     where = f"document {doc.index}"
     try:
-        body = yaml.load(text, Loader=yamlstrict.StrictLoader)
+        body = yamlstrict.parse(text)
     except yaml.MarkedYAMLError as exc:
         line = yamlstrict.error_line(exc)
         rendered = text.splitlines()

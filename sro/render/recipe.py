@@ -2,9 +2,9 @@
 
 A recipe arrives as a mapping of relative path to text, whatever its source (a directory,
 a ConfigMap, the built-in assets), so every source is validated by the same code. The
-whole recipe is checked here, before anything is rendered or written: the keys of
-``recipe.yaml``, state names, the ``after`` graph, a directory per state, and every
-document's template syntax. Each document remembers its file and first line so every
+whole recipe is checked here, before anything is rendered or written: ``recipe.yaml``
+and its state graph (``recipe_yaml``), a directory per state, and every document's
+template syntax. Each document remembers its file and first line so every
 later error can point at it.
 """
 
@@ -19,18 +19,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from sro.errors import Location, RecipeError, RecipeInvalid, RecipeNotFound
 from sro.model import names
 from sro.render import problems as problems_
-from sro.render import templates, yamlstrict
+from sro.render import recipe_yaml, templates
 
 RECIPE_FILE = "recipe.yaml"
-RECIPE_KEYS = frozenset({"description", "nodeSelector", "defaults", "states"})
-STATE_KEYS = frozenset({"name", "after"})
-STATE_NAME_MAX = 40  # goes into node label names next to the SpecialResource name
-RESERVED_STATES = frozenset({"complete"})  # the label set once every state is complete
 DOCUMENT_EXTENSIONS = (".yaml", ".yml")
 CONFIGMAP_SEPARATOR = "__"
 
@@ -149,7 +143,7 @@ def collect(
         return None
     recipe_file = f"{where}/{RECIPE_FILE}"
     try:
-        header = _Header.parse(files[RECIPE_FILE], file=recipe_file, problems=problems)
+        header = recipe_yaml.Header.parse(files[RECIPE_FILE], file=recipe_file, problems=problems)
     except RecipeError as exc:
         problems.add(exc)
         return None
@@ -180,187 +174,8 @@ def collect(
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class _StateEntry:
-    name: str
-    after: tuple[str, ...]
-    location: Location
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Header:
-    description: str
-    node_selector: dict[str, str]
-    defaults: dict[str, Any]
-    states: tuple[_StateEntry, ...]
-
-    @classmethod
-    def parse(cls, text: str, *, file: str, problems: problems_.Problems) -> _Header:
-        data = yamlstrict.load(text, file=file)
-        lines = _key_lines(text)
-        if not isinstance(data, Mapping):
-            raise RecipeInvalid(
-                "must be a mapping with description, nodeSelector, defaults, states",
-                location=Location(file=file, line=1),
-            )
-
-        def at(key: str) -> Location:
-            return Location(file=file, line=lines.get(key, 1))
-
-        for key in sorted(set(data) - RECIPE_KEYS, key=str):
-            problems.add(
-                RecipeInvalid(
-                    f"unknown key {key!r} (allowed: {', '.join(sorted(RECIPE_KEYS))})", location=at(str(key))
-                )
-            )
-        description = data.get("description") or ""
-        if not isinstance(description, str):
-            problems.add(RecipeInvalid("description must be a string", location=at("description")))
-        selector = _selector(data.get("nodeSelector"), location=at("nodeSelector"), problems=problems)
-        defaults = data.get("defaults") or {}
-        if not isinstance(defaults, Mapping):
-            problems.add(RecipeInvalid("defaults must be a mapping", location=at("defaults")))
-            defaults = {}
-        states = _states(data.get("states"), text=text, file=file, location=at("states"), problems=problems)
-        return cls(
-            description=str(description), node_selector=selector, defaults=dict(defaults), states=states
-        )
-
-
-def _key_lines(text: str) -> dict[str, int]:
-    """Line of each top-level key of a YAML mapping (for messages)."""
-    try:
-        node = yaml.compose(text, Loader=yamlstrict.StrictLoader)
-    except yaml.YAMLError:
-        return {}
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
-
-
-def _state_lines(text: str) -> list[int]:
-    """Line of each item of the top-level ``states`` list."""
-    node = yaml.compose(text, Loader=yamlstrict.StrictLoader)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if key.value == "states" and isinstance(value, yaml.SequenceNode):
-                return [item.start_mark.line + 1 for item in value.value]
-    return []
-
-
-def _selector(value: Any, *, location: Location, problems: problems_.Problems) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        problems.add(
-            RecipeInvalid("nodeSelector must be a mapping of label keys to string values", location=location)
-        )
-        return {}
-    out: dict[str, str] = {}
-    for key, val in value.items():
-        if not isinstance(val, str):
-            problems.add(
-                RecipeInvalid(f"nodeSelector value of {key!r} must be a string (quote it)", location=location)
-            )
-            continue
-        problem = names.label_key_problem(str(key)) or names.label_value_problem(val)
-        if problem:
-            problems.add(RecipeInvalid(f"nodeSelector {key}={val}: {problem}", location=location))
-        out[str(key)] = val
-    return out
-
-
-def _states(
-    value: Any, *, text: str, file: str, location: Location, problems: problems_.Problems
-) -> tuple[_StateEntry, ...]:
-    if not isinstance(value, list) or not value:
-        problems.add(RecipeInvalid("states must be a non-empty list", location=location))
-        return ()
-    lines = _state_lines(text)
-    entries: list[_StateEntry] = []
-    seen: set[str] = set()
-    previous: str | None = None
-    for i, item in enumerate(value):
-        here = Location(file=file, line=lines[i] if i < len(lines) else location.line)
-        if not isinstance(item, Mapping):
-            problems.add(RecipeInvalid("a state is a mapping with name and after", location=here))
-            continue
-        for key in sorted(set(item) - STATE_KEYS, key=str):
-            problems.add(RecipeInvalid(f"unknown state key {key!r} (allowed: after, name)", location=here))
-        raw_name = item.get("name", "")
-        name = str(raw_name)
-        if not isinstance(raw_name, str):
-            problems.add(RecipeInvalid(f"state name {raw_name!r} must be a string (quote it)", location=here))
-        elif not names.is_dns_label(name, max_length=STATE_NAME_MAX):
-            problems.add(
-                RecipeInvalid(
-                    f"state name {name!r} must be a DNS label of at most {STATE_NAME_MAX} characters",
-                    location=here,
-                )
-            )
-        elif name in RESERVED_STATES:
-            problems.add(RecipeInvalid(f"state name {name!r} is reserved", location=here))
-        elif name in seen:
-            problems.add(RecipeInvalid(f"state {name!r} is listed twice", location=here))
-        seen.add(name)
-        if "after" in item:
-            after_raw = item["after"]
-            if after_raw is None:
-                after_raw = []
-            if not isinstance(after_raw, list) or not all(isinstance(a, str) for a in after_raw):
-                problems.add(
-                    RecipeInvalid(f"state {name!r}: after must be a list of state names", location=here)
-                )
-                after_raw = []
-            after = tuple(dict.fromkeys(after_raw))
-        else:
-            after = (previous,) if previous else ()
-        entries.append(_StateEntry(name=name, after=after, location=here))
-        previous = name
-    _check_graph(entries, problems=problems)
-    return tuple(entries)
-
-
-def _check_graph(entries: list[_StateEntry], *, problems: problems_.Problems) -> None:
-    """``after`` names existing states, not the state itself, and forms no cycle."""
-    by_name = {e.name: e for e in entries}
-    for entry in entries:
-        for dep in entry.after:
-            if dep == entry.name:
-                problems.add(
-                    RecipeInvalid(f"state {entry.name!r} cannot come after itself", location=entry.location)
-                )
-            elif dep not in by_name:
-                problems.add(
-                    RecipeInvalid(
-                        f"state {entry.name!r} comes after unknown state {dep!r}", location=entry.location
-                    )
-                )
-    visiting: list[str] = []
-    done: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in done:
-            return
-        if name in visiting:
-            cycle = [*visiting[visiting.index(name) :], name]
-            problems.add(
-                RecipeInvalid(f"states form a cycle: {' -> '.join(cycle)}", location=by_name[name].location)
-            )
-            return
-        visiting.append(name)
-        for dep in by_name[name].after:
-            if dep in by_name and dep != name:
-                visit(dep)
-        visiting.pop()
-        done.add(name)
-
-    for entry in entries:
-        visit(entry.name)
-
-
 def _state_documents(
-    entry: _StateEntry, files: Mapping[str, str], *, where: str, problems: problems_.Problems
+    entry: recipe_yaml.StateEntry, files: Mapping[str, str], *, where: str, problems: problems_.Problems
 ) -> tuple[Document, ...]:
     prefix = entry.name + "/"
     paths = sorted(p for p in files if p.startswith(prefix) and p != prefix)

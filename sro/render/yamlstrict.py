@@ -39,11 +39,32 @@ def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool 
 
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
+_CBase: type[Any] | None = getattr(yaml, "CSafeLoader", None)
+_FastLoader: type[Any] | None = None
+if _CBase is not None:
+    # libyaml's parser with the same strict constructor: several times faster on valid text.
+    _FastLoader = type("_FastStrictLoader", (_CBase,), {})
+    _FastLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def parse(text: str) -> Any:
+    """Parse one YAML document strictly; errors are PyYAML's own, whichever parser ran.
+
+    Valid text goes through libyaml when it is available; invalid text is parsed again by
+    the pure-Python parser so messages are the same on every installation.
+    """
+    if _FastLoader is not None:
+        try:
+            return yaml.load(text, Loader=_FastLoader)
+        except yaml.YAMLError:
+            pass
+    return yaml.load(text, Loader=StrictLoader)
+
 
 def load(text: str, *, file: str, line_offset: int = 0) -> Any:
     """Parse one YAML document; errors name ``file`` and the line (``line_offset`` + line)."""
     try:
-        return yaml.load(text, Loader=StrictLoader)
+        return parse(text)
     except yaml.MarkedYAMLError as exc:
         raise RecipeInvalid(
             describe(exc), location=Location(file=file, line=line_offset + error_line(exc))
