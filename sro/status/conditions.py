@@ -17,6 +17,7 @@ READY = "Ready"
 PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 ORDER = (READY, PROGRESSING, DEGRADED)
+MESSAGE_MAX = 32768  # the CRD's bound on a condition message
 
 # Reasons (CamelCase, contract section 1).
 ALL_STATES_COMPLETE = "AllStatesComplete"
@@ -56,6 +57,10 @@ def timestamp(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _clip(message: str) -> str:
+    return message if len(message) <= MESSAGE_MAX else message[: MESSAGE_MAX - 3] + "..."
+
+
 def _status(value: bool) -> str:
     return "True" if value else "False"
 
@@ -80,7 +85,7 @@ def merge(
                 "type": condition.type,
                 "status": status,
                 "reason": condition.reason,
-                "message": condition.message,
+                "message": _clip(condition.message),
                 "lastTransitionTime": since,
                 "observedGeneration": generation,
             }

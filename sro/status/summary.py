@@ -21,6 +21,10 @@ from sro.reconcile import walk as walk_
 from sro.status import conditions
 
 FAILING_NODES_MAX = 10
+# The CRD's bounds (maxLength): a longer value would make the API server refuse the write.
+STATE_MAX = 1024
+ROW_MESSAGE_MAX = 4096
+REASON_MAX = 1024
 _KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states")
 
 
@@ -30,6 +34,11 @@ def _plural(count: int, word: str) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, marked with "..." when cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _body(
@@ -45,7 +54,7 @@ def _body(
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "observedGeneration": generation,
-        "state": f"{phase}: {line}",
+        "state": clip(f"{phase}: {line}", STATE_MAX),
         "phase": phase,
         "ready": ready,
         "conditions": conditions.merge(
@@ -90,8 +99,10 @@ def _state_row(state: str, walked: walk_.Walk) -> dict[str, Any]:
         "name": state,
         "phase": str(phase),
         "nodes": {"complete": complete, "total": total},
-        "message": message,
-        "failingNodes": [{"node": n, "reason": ns.reason} for n, ns in failing[:FAILING_NODES_MAX]],
+        "message": clip(message, ROW_MESSAGE_MAX),
+        "failingNodes": [
+            {"node": n, "reason": clip(ns.reason, REASON_MAX)} for n, ns in failing[:FAILING_NODES_MAX]
+        ],
     }
 
 
@@ -105,7 +116,7 @@ def status_from_walk(
     now: datetime,
 ) -> dict[str, Any]:
     """The status of a SpecialResource whose nodes were walked (at least one node)."""
-    rows = [_state_row(state, walked) for state in walked.order]
+    rows = [_state_row(s.name, walked) for s in wanted.states]  # recipe order, as the CRD says
     selected = len(walked.nodes)
     complete = sum(1 for node in walked.nodes if walked.all_complete(node))
     failed = sorted(
@@ -124,12 +135,14 @@ def status_from_walk(
         ready = (False, conditions.STATE_FAILED, detail)
         degraded = (True, conditions.STATE_FAILED, detail)
     elif complete == selected:
-        phase, line = "Ready", f"{complete}/{_plural(selected, 'node')}"
+        phase, line = "Ready", f"{complete}/{selected} nodes"
         ready = (True, conditions.ALL_STATES_COMPLETE, f"every state is complete on {line}")
         degraded = (False, conditions.AS_EXPECTED, "")
     else:
-        row = next(r for r in rows if r["phase"] != str(walk_.Phase.COMPLETE))
-        phase, line = "Progressing", f"{row['name']} {row['nodes']['complete']}/{_plural(selected, 'node')}"
+        by_name = {r["name"]: r for r in rows}
+        first = next(s for s in walked.order if by_name[s]["phase"] != str(walk_.Phase.COMPLETE))
+        row = by_name[first]  # the earliest unfinished state in walking order
+        phase, line = "Progressing", f"{row['name']} {row['nodes']['complete']}/{selected} nodes"
         ready = (False, conditions.STATE_PROGRESSING, f"{complete}/{selected} nodes complete; {line}")
         degraded = (False, conditions.AS_EXPECTED, "")
     if progressing:
@@ -187,7 +200,7 @@ def status_no_nodes(
                     "message": "",
                     "failingNodes": [],
                 }
-                for s in walk_.topological_order(wanted.states)
+                for s in (spec.name for spec in wanted.states)
             ],
         },
     )

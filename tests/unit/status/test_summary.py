@@ -262,3 +262,36 @@ def test_an_error_over_a_moving_walk_keeps_progressing_and_the_fresh_rows() -> N
     assert cond(body, "Progressing")["status"] == "True"
     assert cond(body, "Degraded")["reason"] == "DependencyMissing"
     assert body["states"] == walked["states"] and body["ready"] == "1/2"
+
+
+def test_long_texts_are_clipped_to_the_crds_bounds() -> None:
+    huge = "x" * 50_000
+    body = summary.status_for_error({}, reason="ApplyFailed", message=huge, generation=1, now=T0)
+    assert len(body["state"]) == summary.STATE_MAX and body["state"].endswith("...")
+    assert len(cond(body, "Degraded")["message"]) == conditions.MESSAGE_MAX
+    nodes = {"a": {STATES[0]: ns(Phase.FAILED, huge), STATES[1]: ns(Phase.PENDING)}}
+    row = status(nodes)["states"][0]
+    assert len(row["failingNodes"][0]["reason"]) == summary.REASON_MAX
+    waiting = {"a": {STATES[0]: ns(Phase.PROGRESSING, huge), STATES[1]: ns(Phase.PENDING)}}
+    assert len(status(waiting)["states"][0]["message"]) == summary.ROW_MESSAGE_MAX
+
+
+def test_state_rows_follow_recipe_order_even_when_an_after_points_forward() -> None:
+    forward = desired.DesiredState(
+        sr_name="gpu",
+        namespace="gpu",
+        recipe="r",
+        states=(desired.StateSpec(name="b", after=("a",)), desired.StateSpec(name="a")),
+        objects=(),
+        nodes=("n1",),
+        kernel_groups={"n1": K1},
+    )
+    walked = walk.Walk(
+        order=("a", "b"),
+        nodes={"n1": {"a": ns(Phase.PROGRESSING, "x"), "b": ns(Phase.PENDING, "waiting for a")}},
+    )
+    body = summary.status_from_walk(
+        forward, walked, previous={}, generation=1, recipe_source="built-in", now=T0
+    )
+    assert [r["name"] for r in body["states"]] == ["b", "a"]
+    assert body["state"] == "Progressing: a 0/1 nodes"
