@@ -35,6 +35,11 @@ Public surface:
   ``status_for_management``, ``status_no_nodes``, ``status_changed``; Events in
   ``sro.status.events``.
 
+Where each decision lives: ``observed`` (the input record), ``readiness`` (rules per
+kind), ``walk`` (each node's phase in each state), ``lifecycle`` (node labels, kernel
+resets, retries, deletions, teardown), ``sro.status.summary`` / ``conditions`` /
+``events`` (the status body and its Events). This module only assembles them.
+
 Errors: a state graph with a cycle or an unknown ``after``, or a state name that makes no
 valid label key, raises ``sro.errors.RecipeInvalid`` (render validates these first).
 """
