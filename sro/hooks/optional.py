@@ -28,7 +28,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             out.append(obj)
         elif is_optional:
             ctx.problems.warn(
-                f"{obj.source}: {obj.ref}: kind {obj.kind} ({api_version}) is not served "
+                f"{ctx.locate(obj, 'kind:')}: {obj.ref}: kind {obj.kind} ({api_version}) is not served "
                 "by the cluster; skipped (optional)"
             )
         else:
