@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from support.cluster import Cluster
+from support.waiting import wait_for_sync
 
 pytestmark = pytest.mark.integration
 
@@ -100,6 +101,20 @@ def test_the_api_server_answers_again_after_a_restart(private: Cluster) -> None:
     assert private.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
     private.kubectl("create", "configmap", "after-restart", "-n", "default")
     assert private.kubectl_json("get", "configmap", "after-restart", "-n", "default")["metadata"]["name"]
+
+
+def test_pods_start_at_once_after_kwok_restarts(private: Cluster) -> None:
+    private.restart("kwok")
+    private.kubectl("run", "after-kwok", "-n", "default", "--image=example.com/app:1")
+    # Well inside the 40 s node-lease duration: the new kwok took the nodes over at once.
+    wait_for_sync(
+        lambda: (
+            private.kubectl_json("get", "pod", "after-kwok", "-n", "default")["status"].get("phase")
+            == "Running"
+        ),
+        timeout=20,
+        message="pod Running after a kwok restart",
+    )
 
 
 def watch_first_event(c: Cluster, path: str, resource_version: str) -> tuple[int, dict[str, Any]]:

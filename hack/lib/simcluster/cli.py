@@ -259,10 +259,19 @@ def cmd_restart(args: argparse.Namespace) -> int:
         controlplane.stop(run, record)
     if name == "devsim":
         (run.root / "devsim.ready").unlink(missing_ok=True)
+    if name == "kwok":
+        # Each kwok process has a random identity and leaves nodes whose Lease another
+        # identity holds alone until it expires (40 s): hand them over at once instead.
+        asyncio.run(_release_node_leases(run, state))
     controlplane.start_component(run, state, name)
     controlplane.wait_healthy(run, state, [name])
     say(f"{name} restarted in {time.monotonic() - start:.1f}s")
     return 0
+
+
+async def _release_node_leases(run: layout.RunDir, state: controlplane.State) -> None:
+    async with kube.Kube(server=state.server, run=run) as client:
+        await client.request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
