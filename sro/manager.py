@@ -245,7 +245,8 @@ class Manager:
             if mapper is None:
                 raise RuntimeError("watch_nodes needs a mapper")
             return handlers.nodes(self.queue.add, mapper)
-        return handlers.owned(self.queue.add)
+        namespaced = any(s.role == "primary" and s.namespace for s in self._specs.values())
+        return handlers.owned(self.queue.add, namespaced_owner=namespaced)
 
     async def _until_stopped(self, awaitable: Any) -> bool:
         """Await ``awaitable`` unless a stop comes first; True if it completed."""

@@ -6,7 +6,8 @@ Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
   for a namespaced primary).
 * ``owned``: an owned object's change enqueues its owner, read from the label
   ``sro.dev/owner`` of the old and of the new object (both: an object moving between
-  owners concerns both).
+  owners concerns both). A namespaced primary owns objects in its own namespace, so
+  its key is "<the object's namespace>/<owner>".
 * ``nodes``: a Node change enqueues whatever the engine's mapper says the old or the
   new node concerns, but only if ``NodeView.relevant()`` changed: heartbeats and
   lease renewals touch nothing a reconcile reads, and enqueue nothing.
@@ -42,13 +43,14 @@ def primary(enqueue: Enqueue) -> Handler:
     return handle
 
 
-def owned(enqueue: Enqueue) -> Handler:
+def owned(enqueue: Enqueue, *, namespaced_owner: bool = False) -> Handler:
     def handle(change: store_.Change[Any]) -> None:
         owners = set()
         for view in (change.old, change.new):
             labels = getattr(view, "labels", None) or {}
-            if labels.get(projections.OWNER_LABEL):
-                owners.add(labels[projections.OWNER_LABEL])
+            owner = labels.get(projections.OWNER_LABEL)
+            if owner:
+                owners.add(f"{getattr(view, 'namespace', '')}/{owner}" if namespaced_owner else owner)
         for owner in sorted(owners):
             enqueue(owner)
 

@@ -32,7 +32,7 @@ def configmap(ns: str, name: str, value: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": ns},
+        "metadata": {"name": name, "namespace": ns, "labels": {"sro.dev/owner": "t"}},
         "data": {"v": value},
     }
 
@@ -65,11 +65,12 @@ def make_reflector(
         settings=settings.WatchSettings(backoff_initial=0.2, backoff_cap=2.0),
         metrics=m,
         namespace=ns,
+        label_selector="sro.dev/owner",
     )
 
 
 async def fresh_list(api: http.Api, resource: discovery.Resource, ns: str) -> dict[str, str]:
-    listing = await api.request("GET", resource.path(namespace=ns))
+    listing = await api.request("GET", resource.path(namespace=ns), params={"labelSelector": "sro.dev/owner"})
     return {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in listing["items"]}
 
 

@@ -52,6 +52,12 @@ def test_an_owned_change_enqueues_its_owner() -> None:
     assert keys == ["gpu"]
 
 
+def test_an_owned_object_of_a_namespaced_primary_enqueues_namespace_and_owner() -> None:
+    keys: list[str] = []
+    handlers.owned(keys.append, namespaced_owner=True)(store.Change(None, obj("s", owner="cm", ns="ops")))
+    assert keys == ["ops/cm"]
+
+
 def test_an_object_moving_between_owners_enqueues_both() -> None:
     keys: list[str] = []
     handlers.owned(keys.append)(store.Change(obj("ds", owner="a"), obj("ds", owner="b")))
