@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,3 +90,14 @@ def _digest(files: dict[str, str]) -> str:
     for path in sorted(files):
         digest.update(path.encode() + b"\0" + files[path].encode() + b"\0")
     return digest.hexdigest()
+
+
+RECIPE_LABEL = "sro.dev/recipe"
+"""ConfigMaps in the operator's namespace with this label hold drop-in recipes (value: the name)."""
+
+
+def configmap_recipe(name: str, data: Mapping[str, str], *, namespace: str, configmap: str) -> recipe_.Recipe:
+    """Recipe ``name`` from a ConfigMap's data (``recipe.yaml`` and ``<state>__<file>.yaml`` keys)."""
+    origin = f"configmap/{namespace}/{configmap}"
+    files = recipe_.files_from_configmap(data, origin=origin)
+    return recipe_.load(name, files, source=recipe_.Source.CONFIGMAP, origin=origin)

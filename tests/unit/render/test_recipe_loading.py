@@ -200,3 +200,17 @@ def test_the_built_in_recipes_load() -> None:
     gpu = sources.Library(search).get("nvidia-gpu")
     assert gpu.source is recipe_.Source.BUILT_IN
     assert [s.name for s in gpu.states][-1] == "state-grafana"
+
+
+def test_a_configmap_recipe_reports_its_source_and_names_its_keys_in_errors() -> None:
+    data = {"recipe.yaml": "states: [{name: one}]\n", "one__a.yaml": DOC}
+    r = sources.configmap_recipe("gpu", data, namespace="sro-system", configmap="gpu-recipe")
+    assert (r.name, r.source, r.origin) == (
+        "gpu",
+        recipe_.Source.CONFIGMAP,
+        "configmap/sro-system/gpu-recipe",
+    )
+    broken = {**data, "one__a.yaml": "x: {{ nope( }}\n"}
+    with pytest.raises(TemplateError) as caught:
+        sources.configmap_recipe("gpu", broken, namespace="sro-system", configmap="gpu-recipe")
+    assert str(caught.value).startswith("configmap/sro-system/gpu-recipe/one/a.yaml:1: template syntax error")
