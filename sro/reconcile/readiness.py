@@ -143,7 +143,7 @@ def daemonset_on_node(
         if any(not p.deleting for p in pods):
             return waiting(f"pod of DaemonSet/{obj.ref.name} is of an old template generation")
         return waiting(f"waiting for a pod of DaemonSet/{obj.ref.name}")
-    pod = current[0]
+    pod = next((p for p in current if p.ready), current[0])  # a surge may briefly run two
     if not pod.ready:
         stuck = _stuck_reason(pod)
         if stuck:
