@@ -16,11 +16,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from simcluster import controlplane, daemons, devsim, inventory, kube, layout, nodes
+from simcluster import controlplane, daemons, devsim, inventory, kube, layout, nodes, provision
 
 DEFAULT_INVENTORY = layout.HACK / "inventory" / "default.yaml"
 
@@ -75,54 +74,6 @@ async def _add_nodes(
     return [s.name for s in specs]
 
 
-async def _bootstrap(run: layout.RunDir, state: controlplane.State) -> None:
-    """Objects the simulator needs before kwok and the helper start."""
-    async with kube.Kube(server=state.server, run=run) as client:
-        for path in sorted(layout.KWOK_CRDS.glob("*.yaml")):
-            crd = yaml.safe_load(path.read_text())
-            try:
-                await client.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-            except kube.ApiError as e:
-                if e.status != 409:
-                    raise
-            await _wait(lambda name=crd["metadata"]["name"]: _crd_established(client, name), what="CRD")
-        ns, name = devsim.MISSING_IMAGES
-        body = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": ns},
-            "data": {"patterns": ""},
-        }
-        await _wait(
-            lambda: _create_ok(client, f"/api/v1/namespaces/{ns}/configmaps", body), what="kube-system"
-        )
-
-
-async def _crd_established(client: kube.Kube, name: str) -> bool:
-    crd = await client.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-
-async def _create_ok(client: kube.Kube, path: str, body: dict[str, Any]) -> bool:
-    try:
-        await client.create(path, body)
-    except kube.ApiError as e:
-        if e.status == 404:  # the namespace is not there yet
-            return False
-        if e.status != 409:
-            raise
-    return True
-
-
-async def _wait(check: Any, *, what: str, max_seconds: float = 30) -> None:
-    deadline = time.monotonic() + max_seconds
-    while not await check():
-        if time.monotonic() > deadline:
-            raise controlplane.ClusterError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 def _print_usage(run: layout.RunDir) -> None:
     say(f"""
 cluster running in {run.root}
@@ -159,7 +110,7 @@ def _up(run: layout.RunDir, specs: list[inventory.NodeSpec]) -> int:
             controlplane.wait_healthy(run, state, ["etcd"])
             controlplane.start_component(run, state, "apiserver")
             controlplane.wait_healthy(run, state, ["apiserver"])
-            asyncio.run(_bootstrap(run, state))
+            asyncio.run(provision.bootstrap(run, state))
             rest = ["controller-manager", "scheduler", "kwok", "devsim"]
             for name in rest:
                 controlplane.start_component(run, state, name)
@@ -262,16 +213,11 @@ def cmd_restart(args: argparse.Namespace) -> int:
     if name == "kwok":
         # Each kwok process has a random identity and leaves nodes whose Lease another
         # identity holds alone until it expires (40 s): hand them over at once instead.
-        asyncio.run(_release_node_leases(run, state))
+        asyncio.run(provision.release_node_leases(run, state))
     controlplane.start_component(run, state, name)
     controlplane.wait_healthy(run, state, [name])
     say(f"{name} restarted in {time.monotonic() - start:.1f}s")
     return 0
-
-
-async def _release_node_leases(run: layout.RunDir, state: controlplane.State) -> None:
-    async with kube.Kube(server=state.server, run=run) as client:
-        await client.request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
