@@ -171,7 +171,8 @@ def node_changes(
         taints = _taints(node, sr_name=sr, wanted=seen.taints)
         if labels or annotations or taints is not None:
             changes.append(NodeChange(node=name, labels=labels, annotations=annotations, taints=taints))
-    changes.extend(strip_nodes(sr, seen.departed))
+    selected = set(wanted.nodes)
+    changes.extend(strip_nodes(sr, (n for n in seen.departed if n.name not in selected)))
     return tuple(sorted(changes, key=lambda c: c.node))
 
 
