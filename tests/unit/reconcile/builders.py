@@ -220,7 +220,8 @@ class World:
         for o in p.apply:
             if o.ref not in self.objects:
                 self.created.append(o.ref)
-                self.objects[o.ref] = live(o)
+                # Deployments and the like come up at once; DaemonSets get pods in schedule().
+                self.objects[o.ref] = live(o, observed_generation=1, available_replicas=1, ready_replicas=1)
             if o.kind == "Pod" and (o.ref.namespace, o.ref.name) not in self.pods:
                 phase = self.pod_outcome.get(o.ref.name, "Succeeded")
                 uid = f"pod-{o.ref.name}-{self.created.count(o.ref) + len(self.pods)}"

@@ -213,3 +213,42 @@ def test_a_cycle_or_an_unknown_after_state_is_a_recipe_error() -> None:
         walk.topological_order(cycle)
     with pytest.raises(errors.RecipeInvalid, match="unknown state nope"):
         walk.topological_order((desired.StateSpec(name="a", after=("nope",)),))
+
+
+def test_the_gpu_recipe_shape_walks_to_ready_on_two_kernel_groups() -> None:
+    recipe = states(
+        "state-driver",
+        "state-driver-validation",
+        "state-device-plugin",
+        "state-device-plugin-validation",
+        ("state-monitoring", ["state-device-plugin-validation"]),
+        ("state-feature-discovery", ["state-device-plugin-validation"]),
+        ("state-grafana", ["state-monitoring"]),
+    )
+    nodes = ("a", "b", "c", "d", "e")
+    groups = {"a": K1, "b": K1, "c": K2, "d": K2, "e": K2}
+    objects = [
+        obj("ServiceAccount", "driver", "state-driver"),
+        ds("driver-k1", "state-driver", group=K1),
+        ds("driver-k2", "state-driver", group=K2),
+        *node_pods("driver-validation", "state-driver-validation", nodes),
+        ds("plugin", "state-device-plugin"),
+        *node_pods("plugin-validation", "state-device-plugin-validation", nodes),
+        ds("exporter", "state-monitoring"),
+        obj("Service", "exporter", "state-monitoring"),
+        ds("gfd", "state-feature-discovery"),
+        obj("ConfigMap", "dashboard", "state-grafana"),
+        obj("Deployment", "grafana", "state-grafana"),
+    ]
+    world = World(desired=wanted(recipe, objects, nodes, groups=groups), nodes={n: node(n) for n in nodes})
+    steps = world.settle()
+    assert world.status["state"] == "Ready: 5/5 nodes"
+    assert world.status["kernels"] == [
+        {"kernel": K1.kernel, "os": "rhel9.4", "nodes": 2},
+        {"kernel": K2.kernel, "os": "rhel9.4", "nodes": 3},
+    ]
+    assert all(n.labels.get("gpu.sro.dev/complete") == "true" for n in world.nodes.values())
+    order = [ref.name for ref in world.created]
+    assert order.index("driver-k1") < order.index("driver-validation-a") < order.index("plugin")
+    assert order.index("plugin-validation-a") < order.index("exporter") < order.index("grafana")
+    assert steps <= 2 * len(recipe) + 2  # each state takes a pass or two, nothing loops
