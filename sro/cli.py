@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import yaml
 
 import sro
-from sro.errors import Location, RecipeError, SroError
+from sro import errors
 from sro.hooks import offline, pipeline
 from sro.model import desired, inventory, views
 from sro.model import specialresource as srmodel
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"version": _version, "lint": _lint, "render": _render, "run": _run}[args.command]
     try:
         return handler(args)
-    except SroError as exc:
+    except errors.SroError as exc:
         print(f"sro {args.command}: {exc}", file=sys.stderr)
         return 1
 
@@ -139,7 +139,7 @@ def _print_warning(message: str, out: TextIO) -> None:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    errors: list[RecipeError] = []
+    failures: list[errors.RecipeError] = []
     warnings: list[str] = []
     recipe_dirs: list[Path] = []
     srs: list[srmodel.SpecialResource] = []
@@ -150,9 +150,11 @@ def _lint(args: argparse.Namespace) -> int:
         elif path.is_file():
             found, problems = read_specialresources(path)
             srs.extend(found)
-            errors.extend(problems)
+            failures.extend(problems)
         else:
-            errors.append(RecipeError("no such file or directory", location=Location(file=raw)))
+            failures.append(
+                errors.RecipeError("no such file or directory", location=errors.Location(file=raw))
+            )
     linted = {d.name for d in recipe_dirs}
     for directory in recipe_dirs:
         users = [s for s in srs if s.spec.recipe == directory.name]
@@ -164,7 +166,7 @@ def _lint(args: argparse.Namespace) -> int:
             origin=str(directory).rstrip("/"),
             srs=users,
         )
-        errors.extend(report.errors)
+        failures.extend(report.errors)
         warnings.extend(report.warnings)
     search = sources.default_search_path()
     for sr in srs:
@@ -172,7 +174,7 @@ def _lint(args: argparse.Namespace) -> int:
             continue
         try:
             path, source = search.locate(sr.spec.recipe)
-        except RecipeError:
+        except errors.RecipeError:
             warnings.append(
                 f"{sr.name}: recipe {sr.spec.recipe!r} is not built in and not linted here; "
                 "only the SpecialResource was checked"
@@ -181,26 +183,26 @@ def _lint(args: argparse.Namespace) -> int:
         _, report = offline.load_and_check(
             path.name, recipe_.files_from_directory(path), source=source, origin=str(path), srs=[sr]
         )
-        errors.extend(report.errors)
+        failures.extend(report.errors)
         warnings.extend(report.warnings)
     for warning in warnings:
         _print_warning(warning, sys.stdout)
-    for error in errors:
+    for error in failures:
         print(str(error), file=sys.stdout)
-    return 1 if errors else 0
+    return 1 if failures else 0
 
 
-def read_specialresources(path: Path) -> tuple[list[srmodel.SpecialResource], list[RecipeError]]:
+def read_specialresources(path: Path) -> tuple[list[srmodel.SpecialResource], list[errors.RecipeError]]:
     """Every SpecialResource in a YAML file, and a problem per invalid one (with its line)."""
     found: list[srmodel.SpecialResource] = []
-    problems: list[RecipeError] = []
+    problems: list[errors.RecipeError] = []
     for doc in recipe_.split_documents(path.read_text(encoding="utf-8"), file=str(path)):
         try:
             body = yamlstrict.load(doc.text, file=str(path), line_offset=doc.location.line - 1)
             if isinstance(body, dict) and body.get("kind") not in (None, srmodel.KIND):
                 continue  # other objects may share the file
             found.append(srmodel.parse(body, location=doc.location))
-        except RecipeError as exc:
+        except errors.RecipeError as exc:
             problems.append(exc)
     return found, problems
 
@@ -214,7 +216,9 @@ def _render(args: argparse.Namespace) -> int:
     if problems:
         raise problems[0]
     if not found:
-        raise RecipeError("no SpecialResource in the file", location=Location(file=str(args.sr)))
+        raise errors.RecipeError(
+            "no SpecialResource in the file", location=errors.Location(file=str(args.sr))
+        )
     sr = found[0]
     proxy = values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy)
     operator = values.OperatorInfo(namespace=args.namespace, image="", version=sro.__version__)

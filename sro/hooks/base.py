@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sro.errors import Location
+from sro import errors
 from sro.model import desired, views
 from sro.model import specialresource as srmodel
 from sro.render import kinds, values
@@ -34,14 +34,14 @@ class Context:
     is_namespaced: kinds.IsNamespaced
     is_served: kinds.IsServed
     problems: problems_.Problems
-    texts: Mapping[Location, str] = dataclasses.field(default_factory=dict)  # document sources
+    texts: Mapping[errors.Location, str] = dataclasses.field(default_factory=dict)  # document sources
 
-    def locate(self, obj: desired.DesiredObject, needle: str) -> Location:
+    def locate(self, obj: desired.DesiredObject, needle: str) -> errors.Location:
         """The line of ``obj``'s source document that first contains ``needle`` (else its first line)."""
         text = self.texts.get(obj.source, "")
         for offset, line in enumerate(text.splitlines()):
             if needle in line:
-                return Location(file=obj.source.file, line=obj.source.line + offset)
+                return errors.Location(file=obj.source.file, line=obj.source.line + offset)
         return obj.source
 
     def members(self, group: desired.KernelGroup) -> list[views.NodeView]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base, keys, podspec
 from sro.model import desired, kernels, names
 
@@ -31,7 +31,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
         if obj.kernel_group is None:
             if keys.flag(obj, ANNOTATION):
                 ctx.problems.add(
-                    RecipeInvalid(
+                    errors.RecipeInvalid(
                         f'{obj.ref}: sro.dev/kernel-affine must be written literally as "true" in the source '
                         "(it decides how the document is rendered)",
                         location=ctx.locate(obj, "kernel-affine"),

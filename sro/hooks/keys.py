@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base
 from sro.model import desired
 
@@ -63,12 +63,14 @@ def validate(obj: desired.DesiredObject, hooks: Sequence[base.Hook], *, ctx: bas
         check = checks.get(name)
         if check is None:
             known = ", ".join(PREFIX + n for n in sorted(checks))
-            problems.add(RecipeInvalid(f"{where} is unknown (known: {known})", location=ctx.locate(obj, key)))
+            problems.add(
+                errors.RecipeInvalid(f"{where} is unknown (known: {known})", location=ctx.locate(obj, key))
+            )
             ok = False
         elif not isinstance(value, str):
-            problems.add(RecipeInvalid(f"{where} must be a string", location=ctx.locate(obj, key)))
+            problems.add(errors.RecipeInvalid(f"{where} must be a string", location=ctx.locate(obj, key)))
             ok = False
         elif problem := check(value):
-            problems.add(RecipeInvalid(f"{where}: {value!r} {problem}", location=ctx.locate(obj, key)))
+            problems.add(errors.RecipeInvalid(f"{where}: {value!r} {problem}", location=ctx.locate(obj, key)))
             ok = False
     return ok

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base, keys
 from sro.model import desired
 
@@ -33,7 +33,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             )
         else:
             ctx.problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"{obj.ref}: kind {obj.kind} ({api_version}) is not served by the cluster; "
                     'mark it sro.dev/optional: "true" if the recipe works without it',
                     location=ctx.locate(obj, "kind:"),

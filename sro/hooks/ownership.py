@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base, optional
 from sro.model import desired
 from sro.model import specialresource as srmodel
@@ -37,7 +37,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
         named = meta.get("namespace")
         if scoped is None:
             ctx.problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"{obj.ref}: cannot tell whether kind {obj.kind} ({api_version}) is namespaced",
                     location=ctx.locate(obj, "kind:"),
                 )
@@ -46,7 +46,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
         if scoped:
             if named not in (None, "", namespace):
                 ctx.problems.add(
-                    RecipeInvalid(
+                    errors.RecipeInvalid(
                         f"{obj.ref}: names namespace {named!r}; namespaced objects go to the operand "
                         f"namespace {namespace!r} (leave metadata.namespace out)",
                         location=ctx.locate(obj, "namespace:"),
@@ -57,7 +57,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             _namespace_after_name(meta)
         elif named:
             ctx.problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"{obj.ref}: {obj.kind} is cluster-scoped and must not name a namespace",
                     location=ctx.locate(obj, "namespace:"),
                 )

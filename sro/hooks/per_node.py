@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base, keys
 from sro.model import desired, names
 
@@ -34,7 +34,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             continue
         if obj.kind != "Pod":
             ctx.problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"{obj.ref}: sro.dev/per-node applies to Pods only", location=ctx.locate(obj, "per-node")
                 )
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base, keys, registry
 from sro.model import desired, kernels, views
 from sro.model import specialresource as srmodel
@@ -155,7 +155,7 @@ def _check_unique(objects: Sequence[desired.DesiredObject], ctx: base.Context) -
         key = (ref.group, ref.kind, ref.namespace, ref.name)
         if key in first:
             ctx.problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"{ref} appears twice in the recipe (first at {ctx.locate(first[key], 'name:')})",
                     location=ctx.locate(obj, "name:"),
                 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base, keys, podspec
 from sro.model import desired
 
@@ -31,7 +31,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             continue
         if not podspec.runs_pods(obj.kind):
             ctx.problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"{obj.ref}: sro.dev/proxy applies to kinds that run pods",
                     location=ctx.locate(obj, "sro.dev/proxy"),
                 )

@@ -11,7 +11,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from sro.errors import RecipeInvalid
+from sro import errors
 from sro.hooks import base, keys, podspec
 from sro.model import desired
 
@@ -38,7 +38,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             continue
         if not podspec.runs_pods(obj.kind):
             ctx.problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"{obj.ref}: sro.dev/wait-for-logs applies to kinds that run pods",
                     location=ctx.locate(obj, "wait-for-logs"),
                 )

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from sro.errors import Location, RecipeInvalid
+from sro import errors
 from sro.model import views
 
 NFD = "feature.node.kubernetes.io"
@@ -39,9 +39,9 @@ def _os_image(os_id: str, version: str) -> str:
 
 
 def _pool_nodes(pool: Mapping[str, Any], index: int, *, file: str) -> list[dict[str, Any]]:
-    where = Location(file=file)
+    where = errors.Location(file=file)
     if "kernel" not in pool or not isinstance(pool.get("os"), Mapping):
-        raise RecipeInvalid(
+        raise errors.RecipeInvalid(
             f"pools[{index}]: 'kernel' and 'os: {{id, versionId}}' are required", location=where
         )
     os_ = pool["os"]
@@ -104,7 +104,9 @@ def parse(documents: list[Any], *, file: str) -> list[views.NodeView]:
         if isinstance(doc, Mapping) and isinstance(doc.get("pools"), list):
             for i, pool in enumerate(doc["pools"]):
                 if not isinstance(pool, Mapping):
-                    raise RecipeInvalid(f"pools[{i}] must be a mapping", location=Location(file=file))
+                    raise errors.RecipeInvalid(
+                        f"pools[{i}] must be a mapping", location=errors.Location(file=file)
+                    )
                 bodies.extend(_pool_nodes(pool, i, file=file))
         elif isinstance(doc, Mapping) and doc.get("kind") == "Node":
             bodies.append(doc)
@@ -115,8 +117,8 @@ def parse(documents: list[Any], *, file: str) -> list[views.NodeView]:
         elif isinstance(doc, list):
             bodies.extend(i for i in doc if isinstance(i, Mapping))
         else:
-            raise RecipeInvalid(
-                "expected an inventory (pools: [...]) or Node objects", location=Location(file=file)
+            raise errors.RecipeInvalid(
+                "expected an inventory (pools: [...]) or Node objects", location=errors.Location(file=file)
             )
     return sorted((views.NodeView.from_body(b) for b in bodies), key=lambda n: n.name)
 
@@ -125,5 +127,5 @@ def load(text: str, *, file: str) -> list[views.NodeView]:
     try:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
-        raise RecipeInvalid(f"invalid YAML: {exc}", location=Location(file=file)) from None
+        raise errors.RecipeInvalid(f"invalid YAML: {exc}", location=errors.Location(file=file)) from None
     return parse(documents, file=file)

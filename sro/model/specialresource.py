@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from sro.errors import Location, RecipeInvalid
+from sro import errors
 from sro.model import names
 
 GROUP = "sro.dev"
@@ -32,7 +32,7 @@ MAX_DEPTH = 64  # deeper `set` values are refused rather than risk a RecursionEr
 PRIORITY_MAX = 1_000_000_000  # user-defined PriorityClass values must not exceed one billion
 
 
-class SpecialResourceInvalid(RecipeInvalid):
+class SpecialResourceInvalid(errors.RecipeInvalid):
     """A SpecialResource body that cannot be processed; the message names it."""
 
 
@@ -115,7 +115,7 @@ def complete_label(sr_name: str) -> str:
     return state_label(sr_name, "complete")
 
 
-def parse(body: Mapping[str, Any], *, location: Location | None = None) -> SpecialResource:
+def parse(body: Mapping[str, Any], *, location: errors.Location | None = None) -> SpecialResource:
     """Validate a SpecialResource body and return its value; raise ``SpecialResourceInvalid``."""
     if not isinstance(body, Mapping):
         raise SpecialResourceInvalid("a SpecialResource must be a mapping", location=location)
@@ -131,7 +131,7 @@ def parse(body: Mapping[str, Any], *, location: Location | None = None) -> Speci
 class _Problems:
     """Collects every problem so one message lists them all."""
 
-    def __init__(self, name: str, location: Location | None) -> None:
+    def __init__(self, name: str, location: errors.Location | None) -> None:
         self.name = name
         self.location = location
         self.items: list[str] = []

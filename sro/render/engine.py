@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from sro.errors import Location, RecipeError, RecipeInvalid
+from sro import errors
 from sro.model import desired
 from sro.render import problems as problems_
 from sro.render import recipe as recipe_
@@ -42,7 +42,7 @@ def render_documents(
                 doc_values = base if group is None else {**base, **values.kernel_values(group)}
                 try:
                     body = render_one(doc, doc_values, budget=budget)
-                except RecipeError as exc:
+                except errors.RecipeError as exc:
                     problems.add(exc)
                     if budget.exhausted:  # every later document would fail the same way
                         return out
@@ -68,46 +68,52 @@ def render_one(
         line = yamlstrict.error_line(exc)
         rendered = text.splitlines()
         quoted = rendered[line - 1].rstrip() if 0 < line <= len(rendered) else ""
-        raise RecipeInvalid(
+        raise errors.RecipeInvalid(
             f"{where}: rendered YAML is invalid at rendered line {line} ({quoted!r}): "
             f"{yamlstrict.describe(exc).removeprefix('invalid YAML: ')}",
             location=doc.location,
         ) from None
     except yaml.YAMLError as exc:
-        raise RecipeInvalid(f"{where}: rendered YAML is invalid: {exc}", location=doc.location) from None
+        raise errors.RecipeInvalid(
+            f"{where}: rendered YAML is invalid: {exc}", location=doc.location
+        ) from None
     if body is None:
         return None
     check_object(body, location=doc.location, where=where, metadata_at=line_of(doc, "metadata:"))
     return dict(body)
 
 
-def line_of(doc: recipe_.Document, needle: str) -> Location:
+def line_of(doc: recipe_.Document, needle: str) -> errors.Location:
     """The first line of ``doc``'s source containing ``needle`` (the document's first line if none)."""
     for offset, line in enumerate(doc.text.splitlines()):
         if needle in line:
-            return Location(file=doc.location.file, line=doc.location.line + offset)
+            return errors.Location(file=doc.location.file, line=doc.location.line + offset)
     return doc.location
 
 
-def check_object(body: Any, *, location: Location, where: str, metadata_at: Location | None = None) -> None:
+def check_object(
+    body: Any, *, location: errors.Location, where: str, metadata_at: errors.Location | None = None
+) -> None:
     """A rendered document is one Kubernetes object with apiVersion, kind and metadata.name."""
     if not isinstance(body, Mapping):
-        raise RecipeInvalid(
+        raise errors.RecipeInvalid(
             f"{where}: must render to one Kubernetes object (a mapping), not a {type(body).__name__}",
             location=location,
         )
     for key in ("apiVersion", "kind"):
         if not isinstance(body.get(key), str) or not body[key]:
-            raise RecipeInvalid(f"{where}: object has no {key}", location=location)
+            raise errors.RecipeInvalid(f"{where}: object has no {key}", location=location)
     meta = body.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise RecipeInvalid(f"{where}: {body['kind']} has no metadata.name", location=metadata_at or location)
+        raise errors.RecipeInvalid(
+            f"{where}: {body['kind']} has no metadata.name", location=metadata_at or location
+        )
     for field in ("labels", "annotations"):
         entries = meta.get(field)
         if entries is None:
             continue
         if not isinstance(entries, Mapping) or not all(isinstance(v, str) for v in entries.values()):
-            raise RecipeInvalid(
+            raise errors.RecipeInvalid(
                 f'{where}: metadata.{field} must map keys to strings (quote "true")',
                 location=metadata_at or location,
             )

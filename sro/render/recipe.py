@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sro.errors import Location, RecipeError, RecipeInvalid, RecipeNotFound
+from sro import errors
 from sro.model import names
 from sro.render import problems as problems_
 from sro.render import recipe_yaml, templates
@@ -46,7 +46,7 @@ class Source(enum.StrEnum):
 class Document:
     """One YAML document of a state file, compiled and ready to render."""
 
-    location: Location  # file and the line the document starts on
+    location: errors.Location  # file and the line the document starts on
     index: int  # 1-based position of the document in its file
     text: str
     kernel_affine: bool  # the source carries the literal sro.dev/kernel-affine: "true"
@@ -58,7 +58,7 @@ class State:
     name: str
     after: tuple[str, ...]
     documents: tuple[Document, ...]
-    location: Location  # its entry in recipe.yaml
+    location: errors.Location  # its entry in recipe.yaml
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +85,9 @@ class Recipe:
 def files_from_directory(path: Path) -> dict[str, str]:
     """Every file of a recipe directory (one level of state directories), by relative path."""
     if not path.is_dir():
-        raise RecipeNotFound(f"recipe directory {path} does not exist", location=Location(file=str(path)))
+        raise errors.RecipeNotFound(
+            f"recipe directory {path} does not exist", location=errors.Location(file=str(path))
+        )
     files: dict[str, str] = {}
     for entry in sorted(path.iterdir()):
         if entry.is_file():
@@ -107,9 +109,9 @@ def files_from_configmap(data: Mapping[str, str], *, origin: str) -> dict[str, s
             continue
         state, sep, name = key.partition(CONFIGMAP_SEPARATOR)
         if not sep or not state or not name:
-            raise RecipeInvalid(
+            raise errors.RecipeInvalid(
                 f"ConfigMap key {key!r} is neither {RECIPE_FILE} nor <state>{CONFIGMAP_SEPARATOR}<file>.yaml",
-                location=Location(file=origin),
+                location=errors.Location(file=origin),
             )
         files[f"{state}/{name}"] = text
     return files
@@ -136,15 +138,17 @@ def collect(
     where = origin.rstrip("/")
     if not names.is_dns_label(name):
         problems.add(
-            RecipeInvalid(f"recipe name {name!r} must be a DNS label", location=Location(file=where))
+            errors.RecipeInvalid(
+                f"recipe name {name!r} must be a DNS label", location=errors.Location(file=where)
+            )
         )
     if RECIPE_FILE not in files:
-        problems.add(RecipeInvalid(f"no {RECIPE_FILE}", location=Location(file=where)))
+        problems.add(errors.RecipeInvalid(f"no {RECIPE_FILE}", location=errors.Location(file=where)))
         return None
     recipe_file = f"{where}/{RECIPE_FILE}"
     try:
         header = recipe_yaml.Header.parse(files[RECIPE_FILE], file=recipe_file, problems=problems)
-    except RecipeError as exc:
+    except errors.RecipeError as exc:
         problems.add(exc)
         return None
     states = []
@@ -183,7 +187,7 @@ def _state_documents(
         exists = prefix in files or any(p.startswith(prefix) for p in files)
         why = "has no .yaml files" if exists else "has no directory"
         problems.add(
-            RecipeInvalid(
+            errors.RecipeInvalid(
                 f"state {entry.name!r} {why} (expected {where}/{entry.name}/*.yaml)", location=entry.location
             )
         )
@@ -195,14 +199,14 @@ def _state_documents(
         for doc in split_documents(files[path], file=f"{where}/{path}"):
             try:
                 docs.append(_compile(doc))
-            except RecipeError as exc:
+            except errors.RecipeError as exc:
                 problems.add(exc)
     return tuple(docs)
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Split:
-    location: Location
+    location: errors.Location
     index: int
     text: str
 
@@ -225,7 +229,9 @@ def split_documents(text: str, *, file: str) -> list[_Split]:
     for first_line, lines in segments:
         body = "".join(lines)
         if body.strip():
-            out.append(_Split(location=Location(file=file, line=first_line), index=len(out) + 1, text=body))
+            out.append(
+                _Split(location=errors.Location(file=file, line=first_line), index=len(out) + 1, text=body)
+            )
     return out
 
 

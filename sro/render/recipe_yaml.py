@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from sro.errors import Location, RecipeInvalid
+from sro import errors
 from sro.model import names
 from sro.render import problems as problems_
 from sro.render import yamlstrict
@@ -31,7 +31,7 @@ RESERVED_STATES = frozenset({"complete"})  # the label set once every state is c
 class StateEntry:
     name: str
     after: tuple[str, ...]
-    location: Location
+    location: errors.Location
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,27 +46,27 @@ class Header:
         data = yamlstrict.load(text, file=file)
         lines = _key_lines(text)
         if not isinstance(data, Mapping):
-            raise RecipeInvalid(
+            raise errors.RecipeInvalid(
                 "must be a mapping with description, nodeSelector, defaults, states",
-                location=Location(file=file, line=1),
+                location=errors.Location(file=file, line=1),
             )
 
-        def at(key: str) -> Location:
-            return Location(file=file, line=lines.get(key, 1))
+        def at(key: str) -> errors.Location:
+            return errors.Location(file=file, line=lines.get(key, 1))
 
         for key in sorted(set(data) - RECIPE_KEYS, key=str):
             problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"unknown key {key!r} (allowed: {', '.join(sorted(RECIPE_KEYS))})", location=at(str(key))
                 )
             )
         description = data.get("description") or ""
         if not isinstance(description, str):
-            problems.add(RecipeInvalid("description must be a string", location=at("description")))
+            problems.add(errors.RecipeInvalid("description must be a string", location=at("description")))
         selector = _selector(data.get("nodeSelector"), location=at("nodeSelector"), problems=problems)
         defaults = data.get("defaults") or {}
         if not isinstance(defaults, Mapping):
-            problems.add(RecipeInvalid("defaults must be a mapping", location=at("defaults")))
+            problems.add(errors.RecipeInvalid("defaults must be a mapping", location=at("defaults")))
             defaults = {}
         states = _states(data.get("states"), text=text, file=file, location=at("states"), problems=problems)
         return cls(
@@ -95,60 +95,68 @@ def _state_lines(text: str) -> list[int]:
     return []
 
 
-def _selector(value: Any, *, location: Location, problems: problems_.Problems) -> dict[str, str]:
+def _selector(value: Any, *, location: errors.Location, problems: problems_.Problems) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         problems.add(
-            RecipeInvalid("nodeSelector must be a mapping of label keys to string values", location=location)
+            errors.RecipeInvalid(
+                "nodeSelector must be a mapping of label keys to string values", location=location
+            )
         )
         return {}
     out: dict[str, str] = {}
     for key, val in value.items():
         if not isinstance(val, str):
             problems.add(
-                RecipeInvalid(f"nodeSelector value of {key!r} must be a string (quote it)", location=location)
+                errors.RecipeInvalid(
+                    f"nodeSelector value of {key!r} must be a string (quote it)", location=location
+                )
             )
             continue
         problem = names.label_key_problem(str(key)) or names.label_value_problem(val)
         if problem:
-            problems.add(RecipeInvalid(f"nodeSelector {key}={val}: {problem}", location=location))
+            problems.add(errors.RecipeInvalid(f"nodeSelector {key}={val}: {problem}", location=location))
         out[str(key)] = val
     return out
 
 
 def _states(
-    value: Any, *, text: str, file: str, location: Location, problems: problems_.Problems
+    value: Any, *, text: str, file: str, location: errors.Location, problems: problems_.Problems
 ) -> tuple[StateEntry, ...]:
     if not isinstance(value, list) or not value:
-        problems.add(RecipeInvalid("states must be a non-empty list", location=location))
+        problems.add(errors.RecipeInvalid("states must be a non-empty list", location=location))
         return ()
     lines = _state_lines(text)
     entries: list[StateEntry] = []
     seen: set[str] = set()
     previous: str | None = None
     for i, item in enumerate(value):
-        here = Location(file=file, line=lines[i] if i < len(lines) else location.line)
+        here = errors.Location(file=file, line=lines[i] if i < len(lines) else location.line)
         if not isinstance(item, Mapping):
-            problems.add(RecipeInvalid("a state is a mapping with name and after", location=here))
+            problems.add(errors.RecipeInvalid("a state is a mapping with name and after", location=here))
             continue
         for key in sorted(set(item) - STATE_KEYS, key=str):
-            problems.add(RecipeInvalid(f"unknown state key {key!r} (allowed: after, name)", location=here))
+            problems.add(
+                errors.RecipeInvalid(f"unknown state key {key!r} (allowed: after, name)", location=here)
+            )
         raw_name = item.get("name", "")
         name = str(raw_name)
         if not isinstance(raw_name, str):
-            problems.add(RecipeInvalid(f"state name {raw_name!r} must be a string (quote it)", location=here))
+            problems.add(
+                errors.RecipeInvalid(f"state name {raw_name!r} must be a string (quote it)", location=here)
+            )
         elif not names.is_dns_label(name, max_length=STATE_NAME_MAX):
             problems.add(
-                RecipeInvalid(
+                errors.RecipeInvalid(
                     f"state name {name!r} must be a DNS label of at most {STATE_NAME_MAX} characters",
                     location=here,
                 )
             )
         elif name in RESERVED_STATES:
-            problems.add(RecipeInvalid(f"state name {name!r} is reserved", location=here))
+            problems.add(errors.RecipeInvalid(f"state name {name!r} is reserved", location=here))
         elif name in seen:
-            problems.add(RecipeInvalid(f"state {name!r} is listed twice", location=here))
+            problems.add(errors.RecipeInvalid(f"state {name!r} is listed twice", location=here))
         seen.add(name)
         if "after" in item:
             after_raw = item["after"]
@@ -156,7 +164,9 @@ def _states(
                 after_raw = []
             if not isinstance(after_raw, list) or not all(isinstance(a, str) for a in after_raw):
                 problems.add(
-                    RecipeInvalid(f"state {name!r}: after must be a list of state names", location=here)
+                    errors.RecipeInvalid(
+                        f"state {name!r}: after must be a list of state names", location=here
+                    )
                 )
                 after_raw = []
             after = tuple(dict.fromkeys(after_raw))
@@ -175,11 +185,13 @@ def _check_graph(entries: list[StateEntry], *, problems: problems_.Problems) -> 
         for dep in entry.after:
             if dep == entry.name:
                 problems.add(
-                    RecipeInvalid(f"state {entry.name!r} cannot come after itself", location=entry.location)
+                    errors.RecipeInvalid(
+                        f"state {entry.name!r} cannot come after itself", location=entry.location
+                    )
                 )
             elif dep not in by_name:
                 problems.add(
-                    RecipeInvalid(
+                    errors.RecipeInvalid(
                         f"state {entry.name!r} comes after unknown state {dep!r}", location=entry.location
                     )
                 )
@@ -192,7 +204,9 @@ def _check_graph(entries: list[StateEntry], *, problems: problems_.Problems) -> 
         if name in visiting:
             cycle = [*visiting[visiting.index(name) :], name]
             problems.add(
-                RecipeInvalid(f"states form a cycle: {' -> '.join(cycle)}", location=by_name[name].location)
+                errors.RecipeInvalid(
+                    f"states form a cycle: {' -> '.join(cycle)}", location=by_name[name].location
+                )
             )
             return
         visiting.append(name)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sro.errors import Location, RecipeNotFound
+from sro import errors
 from sro.render import recipe as recipe_
 
 ASSETS_ENV = "SRO_ASSETS"
@@ -45,12 +45,14 @@ class SearchPath:
     def locate(self, name: str) -> tuple[Path, recipe_.Source]:
         """The directory of recipe ``name`` and its source; RecipeNotFound if none has it."""
         if "/" in name or name in {"", ".", ".."}:
-            raise RecipeNotFound(f"recipe {name!r} is a name, never a path")
+            raise errors.RecipeNotFound(f"recipe {name!r} is a name, never a path")
         for root, source in self.candidates():
             if (root / name / recipe_.RECIPE_FILE).is_file():
                 return root / name, source
         looked = ", ".join(str(root) for root, _ in self.candidates()) or "nowhere"
-        raise RecipeNotFound(f"no recipe named {name!r} (looked in {looked})", location=Location(file=name))
+        raise errors.RecipeNotFound(
+            f"no recipe named {name!r} (looked in {looked})", location=errors.Location(file=name)
+        )
 
     def names(self) -> list[str]:
         """Every recipe name available, sorted."""

@@ -21,7 +21,7 @@ import jinja2
 import jinja2.exceptions
 import jinja2.sandbox
 
-from sro.errors import Location, TemplateError
+from sro import errors
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,7 +121,7 @@ class Compiled:
     """One compiled document template and where its text starts in its file."""
 
     template: jinja2.Template
-    location: Location  # the document's first line
+    location: errors.Location  # the document's first line
 
     def render(self, values: Mapping[str, Any], *, budget: Budget) -> str:
         """Render under ``budget``; any failure is a TemplateError at the template's line."""
@@ -132,35 +132,39 @@ class Compiled:
                 budget.spend(len(chunk))
                 parts.append(chunk)
         except _OverBudget as exc:
-            raise TemplateError(str(exc), location=self._at(_template_line(exc, self.template))) from None
+            raise errors.TemplateError(
+                str(exc), location=self._at(_template_line(exc, self.template))
+            ) from None
         except jinja2.UndefinedError as exc:
             line = _template_line(exc, self.template)
-            raise TemplateError(f"undefined value: {exc.message}", location=self._at(line)) from None
+            raise errors.TemplateError(f"undefined value: {exc.message}", location=self._at(line)) from None
         except jinja2.exceptions.SecurityError as exc:
             line = _template_line(exc, self.template)
-            raise TemplateError(f"not allowed in the sandbox: {exc}", location=self._at(line)) from None
+            raise errors.TemplateError(
+                f"not allowed in the sandbox: {exc}", location=self._at(line)
+            ) from None
         except jinja2.TemplateError as exc:
             line = _template_line(exc, self.template)
-            raise TemplateError(f"template error: {exc}", location=self._at(line)) from None
+            raise errors.TemplateError(f"template error: {exc}", location=self._at(line)) from None
         except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
             line = _template_line(exc, self.template)
-            raise TemplateError(f"{type(exc).__name__}: {exc}", location=self._at(line)) from None
+            raise errors.TemplateError(f"{type(exc).__name__}: {exc}", location=self._at(line)) from None
         finally:
             _current.reset(token)
         return "".join(parts)
 
-    def _at(self, template_line: int) -> Location:
-        return Location(file=self.location.file, line=self.location.line + max(template_line, 1) - 1)
+    def _at(self, template_line: int) -> errors.Location:
+        return errors.Location(file=self.location.file, line=self.location.line + max(template_line, 1) - 1)
 
 
-def compile_document(text: str, *, location: Location) -> Compiled:
+def compile_document(text: str, *, location: errors.Location) -> Compiled:
     """Compile one document; a syntax error is a TemplateError at its line in the file."""
     try:
         template = _ENV.from_string(text)
     except jinja2.TemplateSyntaxError as exc:
         line = location.line + (exc.lineno or 1) - 1
-        raise TemplateError(
-            f"template syntax error: {exc.message}", location=Location(file=location.file, line=line)
+        raise errors.TemplateError(
+            f"template syntax error: {exc.message}", location=errors.Location(file=location.file, line=line)
         ) from None
     return Compiled(template=template, location=location)
 

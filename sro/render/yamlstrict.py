@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError
 
-from sro.errors import Location, RecipeInvalid
+from sro import errors
 
 
 class StrictLoader(yaml.SafeLoader):
@@ -66,12 +66,12 @@ def load(text: str, *, file: str, line_offset: int = 0) -> Any:
     try:
         return parse(text)
     except yaml.MarkedYAMLError as exc:
-        raise RecipeInvalid(
-            describe(exc), location=Location(file=file, line=line_offset + error_line(exc))
+        raise errors.RecipeInvalid(
+            describe(exc), location=errors.Location(file=file, line=line_offset + error_line(exc))
         ) from None
     except yaml.YAMLError as exc:
-        raise RecipeInvalid(
-            f"invalid YAML: {exc}", location=Location(file=file, line=line_offset + 1)
+        raise errors.RecipeInvalid(
+            f"invalid YAML: {exc}", location=errors.Location(file=file, line=line_offset + 1)
         ) from None
 
 
