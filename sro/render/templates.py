@@ -70,8 +70,9 @@ def _check() -> None:
         budget.check_time()
 
 
-class _Environment(jinja2.sandbox.SandboxedEnvironment):
-    """The sandbox, plus budget checks on calls, lookups and repetition operators."""
+class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """The immutable sandbox (no template can change the values another one sees), plus
+    budget checks on calls, lookups and repetition operators."""
 
     intercepted_binops = frozenset({"*", "**"})
 

@@ -136,3 +136,10 @@ def test_every_rendered_document_must_be_a_named_kubernetes_object(
         render_doc(text)
     assert message in str(caught.value)
     assert str(caught.value).startswith(f"r/s/doc.yaml:{line}: document 1: ")
+
+
+def test_a_template_cannot_change_the_values_other_documents_see() -> None:
+    values = {"set": {"items": [1]}}
+    with pytest.raises(TemplateError, match="not allowed in the sandbox"):
+        render("a: {{ set['items'].append(2) }}\n", values)
+    assert values["set"]["items"] == [1]
