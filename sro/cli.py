@@ -147,6 +147,8 @@ def _lint(args: argparse.Namespace) -> int:
         path = Path(raw)
         if path.is_dir():
             recipe_dirs.append(path)
+        elif path.is_file() and path.suffix not in (".yaml", ".yml", ".json"):
+            warnings.append(f"{path}: neither a recipe directory nor a YAML file; skipped")
         elif path.is_file():
             found, problems = read_specialresources(path)
             srs.extend(found)

@@ -128,3 +128,15 @@ def test_render_without_a_node_source_is_a_usage_error(capsys: pytest.CaptureFix
         cli.main(["render", "--recipe", "assets/simple-kmod", "--sr", "x.yaml"])
     assert caught.value.code == 2
     assert "one of the arguments --nodes --live is required" in capsys.readouterr().err
+
+
+def test_lint_of_every_entry_of_assets_passes_and_skips_what_is_not_yaml(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    entries = sorted(str(p.relative_to(REPO)) for p in (REPO / "assets").iterdir())
+    code, out, _ = run(capsys, "lint", *entries)
+    assert code == 0, out
+    assert (
+        "assets/README.md: warning: neither a recipe directory nor a YAML file; skipped" in out.splitlines()
+    )
