@@ -28,7 +28,7 @@ from sro import errors
 from sro.apply import diff
 from sro.cache import projections
 from sro.errors import Location
-from sro.model import desired
+from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.reconcile import engine_ports, lifecycle
 
@@ -163,6 +163,33 @@ async def apply_objects(
     if applied:
         log.info("objects applied", sr=sr.name, count=applied)
     return WriteReport(applied=applied, failures=tuple(failures), blocked_states=frozenset(blocked))
+
+
+def outdated_pods(
+    objects: Mapping[desired.ObjectRef, Any], pods: Iterable[views.PodView]
+) -> tuple[lifecycle.Deletion, ...]:
+    """Pods of owned DaemonSets made from an older pod template.
+
+    A DaemonSet with the ``OnDelete`` strategy (how driver DaemonSets avoid unloading a
+    driver on every edit) never replaces its pods by itself, and readiness only counts
+    pods of the current template: after a template change (a recipe edit, ``set``, or
+    putting back a drifted field) the old pods are deleted so the node runs the new one
+    and walks the states after it again. A RollingUpdate DaemonSet does this itself.
+    """
+    by_uid = {live.uid: live for live in objects.values() if live.ref.kind == "DaemonSet" and live.uid}
+    out = []
+    for pod in pods:
+        live = by_uid.get(pod.owner_uid) if pod.owner_kind == "DaemonSet" else None
+        if live is None or pod.deleting or live.deleting or not pod.template_generation:
+            continue
+        if pod.template_generation != str(live.template_generation):
+            ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name)
+            reason = (
+                f"made from template generation {pod.template_generation} of {live.ref}, "
+                f"now {live.template_generation}"
+            )
+            out.append(lifecycle.Deletion(ref=ref, uid=pod.uid, reason=reason))
+    return tuple(out)
 
 
 async def delete_objects(

@@ -190,7 +190,10 @@ class Engine:
         applied = await engine_writes.apply_objects(
             self._writer, planned.apply, sr=sr, live=live_views, present=seen.objects, opening=opening
         )
-        deleted = await engine_writes.delete_objects(self._writer, planned.delete, sr_name=sr.name)
+        stale_pods = engine_writes.outdated_pods(seen.objects, seen.pods)
+        deleted = await engine_writes.delete_objects(
+            self._writer, (*planned.delete, *stale_pods), sr_name=sr.name
+        )
         node_failures = await self._patch_nodes(sr, planned, all_nodes)
         fetched = await self._fetch_logs(planned, memory)
 
