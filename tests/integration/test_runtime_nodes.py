@@ -1,0 +1,187 @@
+"""Node events through a running manager: bursts collapse, heartbeats cost nothing.
+
+Covers: 10,000 label changes on 100 nodes lead to far fewer reconciles than events,
+and no key is ever reconciled by two workers at once (asserted inside the
+reconcile); node heartbeats (status condition timestamps) enqueue nothing and write
+nothing, while a label change on the same nodes does reconcile. Counts are printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from support import waiting
+
+from sro import settings
+from sro.kube import http
+from sro.manager import Manager
+from sro.reconcile import result
+
+pytestmark = pytest.mark.integration
+
+POOL_LABEL = "sim.sro.dev/pool"
+
+
+def manager_for(cluster: Any, pool: str, keys: set[str]) -> Manager:
+    m = Manager(
+        settings.Settings(
+            api=settings.ApiSettings(kubeconfig=str(cluster.kubeconfig)),
+            server=settings.ServerSettings(port=0),
+            lease=settings.LeaseSettings(enabled=False),
+            controller=settings.ControllerSettings(workers=4),
+        )
+    )
+
+    def node_keys(old: Any, new: Any) -> set[str]:
+        ours = any(n is not None and n.labels.get(POOL_LABEL) == pool for n in (old, new))
+        return set(keys) if ours else set()
+
+    m.watch_nodes(node_keys)
+    return m
+
+
+class Counting:
+    """A reconcile that counts passes and fails the test if a key is ever run twice at once.
+
+    Each pass takes ``cost`` seconds, standing in for the reconcile's own API round trips
+    (an apply and a status write are tens of milliseconds each): how many passes a burst
+    costs is about keys x burst duration / cost, whatever the number of events.
+    """
+
+    def __init__(self, cost: float = 0.1) -> None:
+        self.cost = cost
+        self.running: set[str] = set()
+        self.passes = 0
+        self.overlaps = 0
+
+    async def __call__(self, key: str) -> result.Result:
+        if key in self.running:
+            self.overlaps += 1
+        self.running.add(key)
+        try:
+            await asyncio.sleep(self.cost)
+            self.passes += 1
+            return result.DONE
+        finally:
+            self.running.discard(key)
+
+
+async def settle(m: Manager) -> None:
+    await waiting.wait_for(lambda: m.has_synced and m.role == "leader", timeout=60, message="manager working")
+    await waiting.wait_for(
+        lambda: len(m.queue) == 0 and not m.queue.processing and m.queue.waiting == 0,
+        timeout=60,
+        message="queue idle",
+    )
+
+
+def writes(m: Manager) -> float:
+    return sum(m.metrics.total("sro_api_requests_total", verb=v) for v in ("patch", "post", "put", "delete"))
+
+
+async def test_ten_thousand_label_changes_lead_to_far_fewer_reconciles(
+    cluster: Any, node_pool: Callable[..., Any]
+) -> None:
+    pool = node_pool(count=100)
+    m = manager_for(cluster, pool.name, {"sr-a", "sr-b", "sr-c"})
+    reconcile = Counting()
+    m.reconcile_with(reconcile)
+    running = asyncio.create_task(m.run())
+    try:
+        await settle(m)
+        before_events = m.metrics.value("sro_watch_events_total", {"resource": "nodes"})
+        before_passes = reconcile.passes
+        async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+            gate = asyncio.Semaphore(64)
+
+            async def change(i: int) -> None:
+                node = pool.nodes[i % len(pool.nodes)]
+                async with gate:
+                    await api.request(
+                        "PATCH",
+                        f"/api/v1/nodes/{node}",
+                        body={"metadata": {"labels": {"bench.sro.dev/v": str(i // len(pool.nodes))}}},
+                        content_type=http.MERGE_PATCH,
+                    )
+
+            started = time.monotonic()
+            await asyncio.gather(*(change(i) for i in range(10_000)))
+            took = time.monotonic() - started
+        last = str(9_999 // len(pool.nodes))
+        await waiting.wait_for(
+            lambda: all(m.nodes.get(n).labels.get("bench.sro.dev/v") == last for n in pool.nodes),
+            timeout=120,
+            message="every change seen by the cache",
+        )
+        await settle(m)
+        events = m.metrics.value("sro_watch_events_total", {"resource": "nodes"}) - before_events
+        passes = reconcile.passes - before_passes
+        print(
+            f"\n10,000 label changes in {took:.1f} s: "
+            f"{events:.0f} node events -> {passes} reconciles (3 keys)"
+        )
+        assert reconcile.overlaps == 0, "a key was reconciled by two workers at once"
+        assert events >= 10_000
+        assert 3 <= passes <= events / 10
+    finally:
+        m.stop()
+        assert await asyncio.wait_for(running, 60) == 0
+
+
+async def test_heartbeats_cause_no_reconcile_and_no_write(
+    cluster: Any, node_pool: Callable[..., Any]
+) -> None:
+    pool = node_pool(count=5)
+    m = manager_for(cluster, pool.name, {"sr"})
+    reconcile = Counting()
+    m.reconcile_with(reconcile)
+    running = asyncio.create_task(m.run())
+    try:
+        await settle(m)
+        events0 = m.metrics.value("sro_watch_events_total", {"resource": "nodes"})
+        passes0, writes0 = reconcile.passes, writes(m)
+        adds0 = m.metrics.value("sro_workqueue_adds_total")
+        async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+            start = datetime.datetime.now(datetime.UTC)
+            for i in range(20):
+                # Heartbeat timestamps have one-second resolution: each beat gets its own second.
+                now = (start + datetime.timedelta(seconds=i + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+                beat = {"status": {"conditions": [{"type": "Ready", "lastHeartbeatTime": now}]}}
+                await asyncio.gather(
+                    *(
+                        api.request(
+                            "PATCH",
+                            f"/api/v1/nodes/{n}/status",
+                            body=beat,
+                            content_type="application/strategic-merge-patch+json",
+                        )
+                        for n in pool.nodes
+                    )
+                )
+        await waiting.wait_for(
+            lambda: m.metrics.value("sro_watch_events_total", {"resource": "nodes"}) - events0 >= 100,
+            timeout=60,
+            message="heartbeats seen by the reflector",
+        )
+        await settle(m)
+        events = m.metrics.value("sro_watch_events_total", {"resource": "nodes"}) - events0
+        print(
+            f"\nheartbeats: {events:.0f} node events -> {reconcile.passes - passes0} reconciles, "
+            f"{writes(m) - writes0:.0f} writes"
+        )
+        assert reconcile.passes == passes0
+        assert writes(m) == writes0
+        assert m.metrics.value("sro_workqueue_adds_total") == adds0, "a heartbeat enqueued a key"
+        # The same nodes changing something a reconcile reads does enqueue.
+        cluster.kubectl("label", "node", pool.nodes[0], "bench.sro.dev/x=1")
+        await waiting.wait_for(
+            lambda: reconcile.passes > passes0, timeout=30, message="a relevant change reconciles"
+        )
+    finally:
+        m.stop()
+        assert await asyncio.wait_for(running, 60) == 0
