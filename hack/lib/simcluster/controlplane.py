@@ -269,6 +269,9 @@ def start_component(run: layout.RunDir, state: State, name: str) -> daemons.Reco
     env = dict(os.environ)
     env["SRO_CLUSTER_DIR"] = str(run.root)
     env["PYTHONPATH"] = str(layout.HACK / "lib")
+    if name == "kwok":
+        # kwok always reads ~/.kwok/kwok.yaml first; a developer's own must not leak in.
+        env["HOME"] = str(run.kwok)
     return daemons.start(
         name=name, argv=commands(run, state)[name], pid_dir=run.pids, log=run.logs / f"{name}.log", env=env
     )
