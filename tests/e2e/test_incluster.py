@@ -1,0 +1,268 @@
+"""The operator exactly as its Deployment runs it, with nothing but its service account's rights.
+
+Proves the RBAC in ``manifests/`` sufficient: ``sro run`` gets the Deployment's own args and
+environment (read from the kustomize output, the downward-API namespace filled in), a
+token from a TokenRequest for ``sro-system/sro`` with the cluster's CA laid out as in a
+pod (``/var/run/secrets/kubernetes.io/serviceaccount/``, in a private mount namespace so
+the machine is untouched), ``KUBERNETES_SERVICE_HOST``/``PORT`` and no kubeconfig. It then
+takes the lease, converges an nvidia-gpu SpecialResource with taints and priority classes
+(namespaces, RBAC, DaemonSets, pods, a Deployment, Services, node labels and taints,
+status, Events) and tears it down again, and at no point gets a 403 from the API server.
+
+The only change to the Deployment's settings is the listen address (a free loopback port
+instead of 0.0.0.0:8080). The session's kubeconfig operator is stopped meanwhile, so no
+other process with more rights reconciles the same objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shlex
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+import specialresources as srs
+import yaml
+from conftest import Made, unique
+from operator_process import _LABEL, _SAMPLE, SRO, Operator, free_port
+from support import cluster as cluster_mod
+from support import waiting
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+NAMESPACE = "sro-system"
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def _rendered(cluster: cluster_mod.Cluster) -> list[dict[str, Any]]:
+    text = cluster.kubectl("kustomize", str(REPO / "manifests")).stdout
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def _install_without_workload(cluster: cluster_mod.Cluster) -> dict[str, Any]:
+    """Applies the install except the Deployment (and its budget); returns the Deployment."""
+    docs = _rendered(cluster)
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    rest = [d for d in docs if d["kind"] not in ("Deployment", "PodDisruptionBudget")]
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=yaml.safe_dump_all(rest))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/specialresources.sro.dev", "--timeout=60s")
+    return deployment
+
+
+def _ca_bundle(kubeconfig: Path) -> bytes:
+    config = yaml.safe_load(kubeconfig.read_text())
+    entry = config["clusters"][0]["cluster"]
+    if "certificate-authority-data" in entry:
+        return base64.b64decode(entry["certificate-authority-data"])
+    return Path(entry["certificate-authority"]).read_bytes()
+
+
+def _pod_environment(container: dict[str, Any], *, namespace: str) -> dict[str, str]:
+    """The container's env as the kubelet would set it (only the downward-API fields it uses)."""
+    env: dict[str, str] = {}
+    for item in container.get("env", []):
+        if "value" in item:
+            env[item["name"]] = item["value"]
+            continue
+        field = item["valueFrom"]["fieldRef"]["fieldPath"]
+        assert field == "metadata.namespace", f"unexpected downward-API field {field}"
+        env[item["name"]] = namespace
+    return env
+
+
+class InClusterOperator:
+    """``sro run`` as the Deployment's container, in a private mount namespace."""
+
+    def __init__(self, *, cluster: cluster_mod.Cluster, deployment: dict[str, Any], workdir: Path) -> None:
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "sro"
+        self.port = free_port()
+        address = f"127.0.0.1:{self.port}"
+        self.args = [
+            a.replace("0.0.0.0:8080", address) if a.startswith(("--health-addr", "--metrics-addr")) else a
+            for a in container["args"]
+        ]
+        assert any(a == f"--health-addr={address}" for a in self.args), self.args
+        server = urlparse(cluster.server())
+        self.sa_source = workdir / "serviceaccount"
+        self.sa_source.mkdir()
+        token = cluster.kubectl("create", "token", "sro", "-n", NAMESPACE, "--duration=1h").stdout.strip()
+        (self.sa_source / "token").write_text(token)
+        (self.sa_source / "ca.crt").write_bytes(_ca_bundle(cluster.kubeconfig))
+        (self.sa_source / "namespace").write_text(NAMESPACE)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBECONFIG", "SRO_"))}
+        env.update(_pod_environment(container, namespace=NAMESPACE))
+        env.update(KUBERNETES_SERVICE_HOST=server.hostname or "", KUBERNETES_SERVICE_PORT=str(server.port))
+        self.env = env
+        self.log_path = workdir / "operator-incluster.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, timeout: float = 60) -> None:
+        # /run is a fresh tmpfs in the new mount namespace: the pod layout exists only there.
+        script = (
+            "set -e; mount -t tmpfs tmpfs /run; mkdir -p " + SA_DIR + "; "
+            f"cp {shlex.quote(str(self.sa_source))}/* {SA_DIR}/; "
+            "exec " + " ".join(shlex.quote(a) for a in [str(SRO), *self.args])
+        )
+        with self.log_path.open("wb") as out:
+            self.proc = subprocess.Popen(
+                ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                cwd="/",
+            )
+        deadline = time.monotonic() + timeout
+        while not self._ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"sro run exited {self.proc.returncode}:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"sro run not ready within {timeout}s:\n{self.log_tail()}")
+            time.sleep(0.2)
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stop(self) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(timeout=10)
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def samples(self, metric: str) -> list[tuple[dict[str, str], float]]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+        found = []
+        for line in text.splitlines():
+            match = _SAMPLE.match(line.strip())
+            if match and not line.startswith("#") and match.group("name") == metric:
+                found.append((dict(_LABEL.findall(match.group("labels") or "")), float(match.group("value"))))
+        return found
+
+    def forbidden(self) -> list[tuple[dict[str, str], float]]:
+        return [
+            (labels, v)
+            for labels, v in self.samples("sro_api_requests_total")
+            if labels.get("code") == "403" and v > 0
+        ]
+
+
+@pytest.fixture
+def incluster(
+    cluster: cluster_mod.Cluster, operator: Operator, tmp_path: Path
+) -> Iterator[InClusterOperator]:
+    """The in-cluster operator, with the session's kubeconfig operator stopped meanwhile."""
+    deployment = _install_without_workload(cluster)
+    handle = InClusterOperator(cluster=cluster, deployment=deployment, workdir=tmp_path)
+    operator.stop()
+    try:
+        handle.start()
+        yield handle
+    finally:
+        handle.stop()
+        print(f"in-cluster operator log: {handle.log_path}")
+        operator.start()
+
+
+async def test_the_deployment_settings_and_service_account_suffice_to_converge_and_tear_down_nvidia_gpu(
+    cluster: cluster_mod.Cluster, incluster: InClusterOperator
+) -> None:
+    made = Made(cluster=cluster)
+    try:
+        pools = [
+            {
+                "count": 2,
+                "kernel": "5.14.0-427.13.1.el9_4.x86_64",
+                "os": {"id": "rhel", "versionId": "9.4"},
+                "pci": ["10de"],
+                "devices": {"nvidia.com/gpu": 8},
+            },
+            {
+                "count": 2,
+                "kernel": "5.15.0-105-generic",
+                "os": {"id": "ubuntu", "versionId": "22.04"},
+                "pci": ["10de"],
+                "devices": {"nvidia.com/gpu": 8},
+            },
+        ]
+        group, nodes = made.group("incluster", pools)
+        assert len(nodes) == 4
+        selector = {srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"}
+        # spec.priorityClasses is asked for so that, once the engine creates them, a
+        # missing permission shows up below as a 403.
+        priority = unique("incluster-prio")
+        name = made.sr(
+            srs.manifest(
+                unique("incluster"),
+                recipe="nvidia-gpu",
+                node_selector=selector,
+                extra_spec={
+                    "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+                    "priorityClasses": [{"name": priority, "value": 1000}],
+                },
+            )
+        )
+
+        # Leadership: the Lease in sro-system, through the Role's get/create/update.
+        waiting.wait_for_sync(
+            lambda: [v for _, v in incluster.samples("sro_leader")] == [1.0],
+            timeout=60,
+            message="the in-cluster operator to take the lease",
+        )
+
+        status = await srs.wait_ready(cluster, name, within=300)
+        assert status["nodes"] == {"selected": 4, "complete": 4}, incluster.log_tail()
+        for node in srs.nodes(cluster, selector):
+            taints = {(t["key"], t.get("value"), t["effect"]) for t in node["spec"].get("taints") or []}
+            assert ("nvidia.com/gpu", "present", "NoSchedule") in taints
+            assert srs.sr_labels(node, name), f"no state labels on {node['metadata']['name']}"
+        assert srs.owned(cluster, "roles", name, namespace=name), "the recipe's Role was not created"
+        events = cluster.kubectl_json("get", "events.events.k8s.io", "-n", "default")["items"]
+        assert any((e.get("regarding") or {}).get("name") == name for e in events), (
+            "the operator emitted no Event for the SpecialResource"
+        )
+        assert incluster.forbidden() == [], incluster.log_tail()
+
+        # Teardown: finalizer, node labels and taints, owned objects, the operand namespace.
+        srs.delete(cluster, name)
+        waiting.wait_for_sync(
+            lambda: srs.get(cluster, name) is None,
+            timeout=180,
+            message="the operator to let the SpecialResource go",
+        )
+        made.srs.remove(name)
+        for node in srs.nodes(cluster, {srs.GROUP_LABEL: group}):
+            assert not srs.sr_labels(node, name)
+            assert all(t["key"] != "nvidia.com/gpu" for t in node["spec"].get("taints") or [])
+        waiting.wait_for_sync(
+            lambda: cluster.kubectl("get", "namespace", name, check=False).returncode != 0,
+            timeout=120,
+            message="the operand namespace to be deleted",
+        )
+        assert incluster.forbidden() == [], incluster.log_tail()
+    finally:
+        made.cleanup()
