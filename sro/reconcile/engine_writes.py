@@ -107,6 +107,19 @@ def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[st
     return out
 
 
+def after_closure(blocked: set[str] | frozenset[str], states: Sequence[desired.StateSpec]) -> set[str]:
+    """Every state that comes, directly or not, after one of ``blocked``."""
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for spec in states:
+            if spec.name not in out and any(a in blocked or a in out for a in spec.after):
+                out.add(spec.name)
+                changed = True
+    return out
+
+
 def opening_states(
     wanted: desired.DesiredState,
     live: Mapping[desired.ObjectRef, Any],
@@ -125,8 +138,13 @@ async def apply_objects(
     live: Mapping[desired.ObjectRef, projections.ObjectView],
     present: Mapping[desired.ObjectRef, Any],
     opening: frozenset[str],
+    states: Sequence[desired.StateSpec] = (),
 ) -> WriteReport:
-    """Apply the plan's objects in its order; dry-run opening states first."""
+    """Apply the plan's objects in its order; dry-run opening states first.
+
+    A state the dry-run refused is not written, and neither is any state after it (the
+    planner may think it complete: its objects may not gate readiness).
+    """
     bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
     failures: list[Failure] = []
     blocked: set[str] = set()
@@ -144,6 +162,7 @@ async def apply_objects(
                 Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source)
             )
             blocked.add(obj.state)
+    blocked |= after_closure(blocked, states)
     applied = 0
     for obj, body in bodies:
         if obj.state in blocked:

@@ -20,6 +20,7 @@ between passes is bookkeeping whose loss on a restart costs a retry or a log fet
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,6 +39,7 @@ from sro.reconcile import (
     engine_status,
     engine_teardown,
     engine_writes,
+    lifecycle,
     node_writes,
     plan,
 )
@@ -188,13 +190,14 @@ class Engine:
         live_views = {v.ref: v for v in self._reader.owned(sr.name)}
         opening = engine_writes.opening_states(wanted, seen.objects, planned.apply)
         applied = await engine_writes.apply_objects(
-            self._writer, planned.apply, sr=sr, live=live_views, present=seen.objects, opening=opening
+            self._writer, planned.apply, sr=sr, live=live_views, present=seen.objects, opening=opening,
+            states=wanted.states,
         )
         stale_pods = engine_writes.outdated_pods(seen.objects, seen.pods)
         deleted = await engine_writes.delete_objects(
             self._writer, (*planned.delete, *stale_pods), sr_name=sr.name
         )
-        node_failures = await self._patch_nodes(sr, planned, all_nodes)
+        node_failures = await self._patch_nodes(sr, planned, all_nodes, blocked=applied.blocked_states)
         fetched = await self._fetch_logs(planned, memory)
 
         failures = (*report, *applied.failures, *deleted.failures, *node_failures)
@@ -346,14 +349,22 @@ class Engine:
         )
 
     async def _patch_nodes(
-        self, sr: sr_model.SpecialResource, planned: plan.Plan, all_nodes: Any
+        self, sr: sr_model.SpecialResource, planned: plan.Plan, all_nodes: Any, *, blocked: frozenset[str]
     ) -> tuple[engine_writes.Failure, ...]:
+        """Carry out the planned node changes; states left unwritten are never labelled ready."""
         by_name = {n.name: n for n in all_nodes}
         failures: list[engine_writes.Failure] = []
-        for change in planned.node_labels:
-            node = by_name.get(change.node)
+        held = {lifecycle.state_label(sr.name, s) for s in blocked}
+        if held:
+            held.add(lifecycle.complete_label(sr.name))
+        for planned_change in planned.node_labels:
+            node = by_name.get(planned_change.node)
             if node is None:
                 continue
+            change = planned_change
+            if held:
+                labels = {k: v for k, v in change.labels.items() if not (k in held and v is not None)}
+                change = dataclasses.replace(change, labels=labels)
             patch = node_writes.node_patch(node, change, sr_name=sr.name)
             if patch is None:
                 continue
