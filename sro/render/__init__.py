@@ -1,5 +1,7 @@
 """Recipes and templates.
 
-Pure. Loading and validating a recipe directory, rendering its documents with
-Jinja2's sandbox. No network access: cluster facts arrive as arguments.
+Pure: loading and validating recipes (from directories, ConfigMap data or the built-in
+assets), rendering their documents in Jinja2's sandbox under limits, and the template
+values. No network access: cluster facts arrive as arguments. Nothing here knows about
+hooks; ``sro.hooks.pipeline`` composes the two.
 """
