@@ -140,3 +140,24 @@ def test_lint_of_every_entry_of_assets_passes_and_skips_what_is_not_yaml(
     assert (
         "assets/README.md: warning: neither a recipe directory nor a YAML file; skipped" in out.splitlines()
     )
+
+
+def test_render_of_a_broken_recipe_exits_1_naming_the_file_and_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, out, err = run(
+        capsys,
+        "render",
+        "--recipe",
+        "tests/recipes/broken/undefined-value",
+        "--sr",
+        "tests/golden/simple-kmod.sr.yaml",
+        "--nodes",
+        "tests/golden/inventory.yaml",
+    )
+    assert (code, out) == (1, "")
+    assert err.strip() == (
+        "sro render: tests/recipes/broken/undefined-value/one/configmap.yaml:6: "
+        "undefined value: 'dict object' has no attribute 'driverVersion'"
+    )
