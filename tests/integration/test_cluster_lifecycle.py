@@ -106,7 +106,7 @@ def test_the_api_server_answers_again_after_a_restart(private: Cluster) -> None:
 def test_pods_start_at_once_after_kwok_restarts(private: Cluster) -> None:
     private.restart("kwok")
     private.kubectl("run", "after-kwok", "-n", "default", "--image=example.com/app:1")
-    # Well inside the 40 s node-lease duration: the new kwok took the nodes over at once.
+    # Well inside the 120 s node-lease duration: the new kwok took the nodes over at once.
     wait_for_sync(
         lambda: (
             private.kubectl_json("get", "pod", "after-kwok", "-n", "default")["status"].get("phase")

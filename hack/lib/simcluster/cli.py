@@ -212,7 +212,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
         (run.root / "devsim.ready").unlink(missing_ok=True)
     if name == "kwok":
         # Each kwok process has a random identity and leaves nodes whose Lease another
-        # identity holds alone until it expires (40 s): hand them over at once instead.
+        # identity holds alone until it expires (120 s): hand them over at once instead.
         asyncio.run(provision.release_node_leases(run, state))
     controlplane.start_component(run, state, name)
     controlplane.wait_healthy(run, state, [name])
