@@ -319,7 +319,9 @@ def prepare(run: layout.RunDir) -> State:
     state = State(ports=free_ports(PORTS))
     state.save(run)
     keys = pki.Pki(run.pki)
-    pki.generate(keys)
+    from simcluster import certs  # noqa: PLC0415 - cryptography is slow to import; only up needs it
+
+    certs.generate(keys)
     pki.write_kubeconfig(run.kubeconfig, pki=keys, who="admin", server=state.server)
     for who in ("controller-manager", "scheduler", "kwok"):
         pki.write_kubeconfig(run.kubeconfig_for(who), pki=keys, who=who, server=state.server)

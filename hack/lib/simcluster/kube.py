@@ -8,14 +8,22 @@ to keep correct at 5,000 nodes than a generated client.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import ssl
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from simcluster import layout, pki
+
+if TYPE_CHECKING:
+    import aiohttp
+
+
+def _aiohttp() -> Any:
+    """aiohttp, imported on first use: commands that never talk to the API start faster."""
+    return importlib.import_module("aiohttp")
+
 
 JSON = dict[str, Any]
 MERGE = "application/merge-patch+json"
@@ -44,6 +52,7 @@ class Kube:
         self._limit = asyncio.Semaphore(concurrency)
 
     async def __aenter__(self) -> Kube:
+        aiohttp = _aiohttp()
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=self._ssl, limit=128),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
@@ -69,6 +78,7 @@ class Kube:
         params: Mapping[str, str] | None = None,
         request_seconds: float = 30,
     ) -> JSON:
+        aiohttp = _aiohttp()
         data = None if body is None else json.dumps(body)
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         async with (
@@ -104,6 +114,7 @@ class Kube:
                 raise
 
     async def healthy(self, path: str = "/readyz") -> bool:
+        aiohttp = _aiohttp()
         try:
             async with self.session.get(self._server + path, timeout=aiohttp.ClientTimeout(total=3)) as resp:
                 return resp.status == 200
@@ -114,6 +125,7 @@ class Kube:
         self, path: str, *, resource_version: str, timeout_seconds: int = 300
     ) -> AsyncIterator[JSON]:
         """Yields watch events (``{"type", "object"}``) from ``resource_version`` until the server ends it."""
+        aiohttp = _aiohttp()
         params = {
             "watch": "1",
             "resourceVersion": resource_version,
