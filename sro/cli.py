@@ -18,15 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
 import sro
 from sro import errors
 from sro.hooks import offline, pipeline
 from sro.model import desired, inventory, views
 from sro.model import specialresource as srmodel
-from sro.render import kinds, sources, values, yamlstrict
+from sro.render import kinds, printing, sources, values
 from sro.render import recipe as recipe_
+
+DEFAULT_ADDR = "127.0.0.1:8080"
 
 
 def _env(name: str, default: str) -> str:
@@ -92,8 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         "",
         "drop-in recipe directories, separated by ':'; they override built-in recipes of the same name",
     )
-    _flag(run, "--metrics-addr", "SRO_METRICS_ADDR", "127.0.0.1:8080", "host:port serving /metrics")
-    _flag(run, "--health-addr", "SRO_HEALTH_ADDR", "127.0.0.1:8080", "host:port serving /healthz and /readyz")
+    _flag(
+        run,
+        "--metrics-addr",
+        "SRO_METRICS_ADDR",
+        DEFAULT_ADDR,
+        "host:port serving /metrics (one server with --health-addr when the runtime has one)",
+    )
+    _flag(run, "--health-addr", "SRO_HEALTH_ADDR", DEFAULT_ADDR, "host:port serving /healthz and /readyz")
     _flag(
         run,
         "--leader-elect",
@@ -150,7 +156,7 @@ def _lint(args: argparse.Namespace) -> int:
         elif path.is_file() and path.suffix not in (".yaml", ".yml", ".json"):
             warnings.append(f"{path}: neither a recipe directory nor a YAML file; skipped")
         elif path.is_file():
-            found, problems = read_specialresources(path)
+            found, problems = offline.read_specialresources(path)
             srs.extend(found)
             failures.extend(problems)
         else:
@@ -194,27 +200,12 @@ def _lint(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def read_specialresources(path: Path) -> tuple[list[srmodel.SpecialResource], list[errors.RecipeError]]:
-    """Every SpecialResource in a YAML file, and a problem per invalid one (with its line)."""
-    found: list[srmodel.SpecialResource] = []
-    problems: list[errors.RecipeError] = []
-    for doc in recipe_.split_documents(path.read_text(encoding="utf-8"), file=str(path)):
-        try:
-            body = yamlstrict.load(doc.text, file=str(path), line_offset=doc.location.line - 1)
-            if isinstance(body, dict) and body.get("kind") not in (None, srmodel.KIND):
-                continue  # other objects may share the file
-            found.append(srmodel.parse(body, location=doc.location))
-        except errors.RecipeError as exc:
-            problems.append(exc)
-    return found, problems
-
-
 # --- render -----------------------------------------------------------------------------------
 
 
 def _render(args: argparse.Namespace) -> int:
     recipe = recipe_.load_directory(args.recipe, display=str(args.recipe).rstrip("/"))
-    found, problems = read_specialresources(args.sr)
+    found, problems = offline.read_specialresources(args.sr)
     if problems:
         raise problems[0]
     if not found:
@@ -238,7 +229,7 @@ def _render(args: argparse.Namespace) -> int:
             is_namespaced=kinds.builtin_is_namespaced,
             is_served=kinds.builtin_is_served,
         )
-    sys.stdout.write(format_desired(result, recipe=recipe))
+    sys.stdout.write(printing.format_desired(result, recipe=recipe))
     for warning in result.warnings:
         _print_warning(warning, sys.stderr)
     return 0
@@ -295,35 +286,6 @@ async def _read_cluster() -> tuple[list[views.NodeView], str, dict[tuple[str, st
     return nodes, str(version.get("gitVersion", "")), scope
 
 
-def format_desired(result: Any, *, recipe: recipe_.Recipe) -> str:
-    """The objects as multi-document YAML, a comment header per state, in apply order."""
-    groups = sorted(set(result.kernel_groups.values()))
-    lines = [
-        f"# sro render: SpecialResource {result.sr_name}, "
-        f"recipe {recipe.name} ({recipe.source}: {recipe.origin})",
-        f"# namespace {result.namespace}; {len(result.nodes)} selected node(s); "
-        f"{len(groups)} kernel group(s): " + (", ".join(g.key for g in groups) or "none"),
-    ]
-    for state in result.states:
-        objects = result.objects_of(state.name)
-        after = ", ".join(state.after) or "-"
-        lines.append(
-            f"# ===== state {state.name} (after: {after}): {len(objects)} object(s)"
-            + ("; renders to nothing, complete at once" if not objects else "")
-        )
-        for obj in objects:
-            extra = f" kernel {obj.kernel_group.key}" if obj.kernel_group else ""
-            extra += f" node {obj.node}" if obj.node else ""
-            lines.append("---")
-            lines.append(f"# {obj.ref} from {obj.source}{extra}")
-            lines.append(
-                yaml.safe_dump(dict(obj.body), sort_keys=False, default_flow_style=False, width=100).rstrip(
-                    "\n"
-                )
-            )
-    return "\n".join(lines) + "\n"
-
-
 # --- run --------------------------------------------------------------------------------------
 
 
@@ -356,7 +318,17 @@ def run_settings(args: argparse.Namespace) -> Any:
     """``sro.settings.Settings`` from the run flags (sections the build lacks are left out)."""
     settings_mod = importlib.import_module("sro.settings")
     settings = settings_mod.Settings()
-    host, port = _address(args.health_addr)
+    names = {f.name for f in dataclasses.fields(settings)}
+    # Without a separate metrics address in the runtime settings, one server answers
+    # /metrics, /healthz and /readyz: --health-addr decides, or --metrics-addr if only it changed.
+    served = args.health_addr
+    if (
+        "metrics_address" not in names
+        and args.health_addr == DEFAULT_ADDR
+        and args.metrics_addr != DEFAULT_ADDR
+    ):
+        served = args.metrics_addr
+    host, port = _address(served)
     changes: dict[str, Any] = {
         "server": dataclasses.replace(settings.server, address=host, port=port),
         "log": dataclasses.replace(settings.log, format=args.log_format),
@@ -373,7 +345,6 @@ def run_settings(args: argparse.Namespace) -> Any:
         "metrics_address": _address(args.metrics_addr),
         "proxy": values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy),
     }
-    names = {f.name for f in dataclasses.fields(settings)}
     changes.update({k: v for k, v in extra.items() if k in names})
     return dataclasses.replace(settings, **changes)
 

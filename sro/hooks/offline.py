@@ -1,4 +1,4 @@
-"""Checking recipes and SpecialResources without a cluster (``sro lint``).
+"""Checking recipes and SpecialResource files without a cluster (``sro lint``).
 
 A recipe is only valid if it renders, so lint renders it, for a representative
 inventory: one synthetic node per common OS family (each its own kernel group) that
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -17,7 +18,7 @@ from sro.errors import RecipeError
 from sro.hooks import pipeline
 from sro.model import specialresource as srmodel
 from sro.model import views
-from sro.render import kinds, values
+from sro.render import kinds, values, yamlstrict
 from sro.render import problems as problems_
 from sro.render import recipe as recipe_
 
@@ -117,3 +118,18 @@ def load_and_check(
         errors.extend(e for e in report.errors if str(e) not in {str(x) for x in errors})
         warnings.extend(w for w in report.warnings if w not in warnings)
     return recipe, Report(errors=tuple(errors), warnings=tuple(warnings))
+
+
+def read_specialresources(path: Path) -> tuple[list[srmodel.SpecialResource], list[RecipeError]]:
+    """Every SpecialResource in a YAML file, and a problem per invalid one (with its line)."""
+    found: list[srmodel.SpecialResource] = []
+    problems: list[RecipeError] = []
+    for doc in recipe_.split_documents(path.read_text(encoding="utf-8"), file=str(path)):
+        try:
+            body = yamlstrict.load(doc.text, file=str(path), line_offset=doc.location.line - 1)
+            if isinstance(body, dict) and body.get("kind") not in (None, srmodel.KIND):
+                continue  # other objects may share the file
+            found.append(srmodel.parse(body, location=doc.location))
+        except RecipeError as exc:
+            problems.append(exc)
+    return found, problems

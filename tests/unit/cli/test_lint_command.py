@@ -161,3 +161,9 @@ def test_render_of_a_broken_recipe_exits_1_naming_the_file_and_line(
         "sro render: tests/recipes/broken/undefined-value/one/configmap.yaml:6: "
         "undefined value: 'dict object' has no attribute 'driverVersion'"
     )
+
+
+def test_a_metrics_address_alone_moves_the_single_server() -> None:
+    args = cli.build_parser().parse_args(["run", "--metrics-addr", "0.0.0.0:9100"])
+    settings = cli.run_settings(args)
+    assert (settings.server.address, settings.server.port) == ("0.0.0.0", 9100)
