@@ -17,12 +17,14 @@ The patch builders are pure; ``send`` sends one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import structlog
 
+from sro import errors
 from sro.model import views
 from sro.reconcile import lifecycle
 
@@ -133,3 +135,41 @@ async def send(api: Requester, name: str, patch: Mapping[str, Any]) -> None:
         "PATCH", f"/api/v1/nodes/{name}", body=patch, content_type="application/merge-patch+json"
     )
     log.debug("node patched", node=name, patch=patch)
+
+
+async def carry_out(
+    api: Requester,
+    changes: Iterable[lifecycle.NodeChange],
+    *,
+    sr_name: str,
+    nodes: Iterable[views.NodeView],
+    blocked: frozenset[str] = frozenset(),
+) -> tuple[tuple[str, errors.SroError], ...]:
+    """Send the planned node changes; (node, error) for each that failed.
+
+    States in ``blocked`` (left unwritten after a refusal) are never labelled ready, and
+    neither is ``complete``, whatever the plan thought of them.
+    """
+    by_name = {n.name: n for n in nodes}
+    failures: list[tuple[str, errors.SroError]] = []
+    held = {lifecycle.state_label(sr_name, s) for s in blocked}
+    if held:
+        held.add(lifecycle.complete_label(sr_name))
+    for planned in changes:
+        node = by_name.get(planned.node)
+        if node is None:
+            continue
+        change = planned
+        if held:
+            labels = {k: v for k, v in change.labels.items() if not (k in held and v is not None)}
+            change = dataclasses.replace(change, labels=labels)
+        patch = node_patch(node, change, sr_name=sr_name)
+        if patch is None:
+            continue
+        try:
+            await send(api, node.name, patch)
+        except errors.NotFound:
+            continue  # the node went away meanwhile
+        except errors.SroError as exc:
+            failures.append((node.name, exc))
+    return tuple(failures)

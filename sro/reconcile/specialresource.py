@@ -20,7 +20,6 @@ between passes is bookkeeping whose loss on a restart costs a retry or a log fet
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,11 +34,11 @@ from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.reconcile import (
     engine_inputs,
+    engine_logs,
     engine_ports,
     engine_status,
     engine_teardown,
     engine_writes,
-    lifecycle,
     node_writes,
     plan,
 )
@@ -53,7 +52,6 @@ log = structlog.get_logger(__name__)
 RECIPE_RECHECK = 30.0
 """Seconds before a SpecialResource whose recipe failed looks again: drop-in directories
 are not watched, so a fixed recipe is noticed within this time without a restart."""
-LOG_TAIL_BYTES = 4096
 TRANSIENT_BOUND = 180.0
 """Seconds a transient write failure may persist before it is reported as ApplyFailed."""
 
@@ -197,10 +195,21 @@ class Engine:
         deleted = await engine_writes.delete_objects(
             self._writer, (*planned.delete, *stale_pods), sr_name=sr.name
         )
-        node_failures = await self._patch_nodes(sr, planned, all_nodes, blocked=applied.blocked_states)
-        fetched = await self._fetch_logs(planned, memory)
+        node_failures = await node_writes.carry_out(
+            self._writer,
+            planned.node_labels,
+            sr_name=sr.name,
+            nodes=all_nodes,
+            blocked=applied.blocked_states,
+        )
+        fetched = await engine_logs.fetch(self._writer, planned.logs_needed, memory.logs)
 
-        failures = (*report, *applied.failures, *deleted.failures, *node_failures)
+        failures = (
+            *report,
+            *applied.failures,
+            *deleted.failures,
+            *(engine_writes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
+        )
         status, retry_in = engine_status.finish(
             planned.status,
             previous,
@@ -347,54 +356,6 @@ class Engine:
             taints=engine_inputs.sr_taints(sr),
             recipe_source=str(recipe.source),
         )
-
-    async def _patch_nodes(
-        self, sr: sr_model.SpecialResource, planned: plan.Plan, all_nodes: Any, *, blocked: frozenset[str]
-    ) -> tuple[engine_writes.Failure, ...]:
-        """Carry out the planned node changes; states left unwritten are never labelled ready."""
-        by_name = {n.name: n for n in all_nodes}
-        failures: list[engine_writes.Failure] = []
-        held = {lifecycle.state_label(sr.name, s) for s in blocked}
-        if held:
-            held.add(lifecycle.complete_label(sr.name))
-        for planned_change in planned.node_labels:
-            node = by_name.get(planned_change.node)
-            if node is None:
-                continue
-            change = planned_change
-            if held:
-                labels = {k: v for k, v in change.labels.items() if not (k in held and v is not None)}
-                change = dataclasses.replace(change, labels=labels)
-            patch = node_writes.node_patch(node, change, sr_name=sr.name)
-            if patch is None:
-                continue
-            try:
-                await node_writes.send(self._writer, node.name, patch)
-            except errors.NotFound:
-                continue  # the node went away meanwhile
-            except errors.SroError as exc:
-                failures.append(engine_writes.Failure(state=f"node {node.name}", ref=None, error=exc))
-        return tuple(failures)
-
-    async def _fetch_logs(self, planned: plan.Plan, memory: _Memory) -> bool:
-        """Fetch the log tails the planner asked for; True if any arrived."""
-        fetched = False
-        for request in planned.logs_needed:
-            tails: dict[str, str] = {}
-            for container in request.containers:
-                try:
-                    tails[container] = await self._writer.pod_log(
-                        namespace=request.namespace,
-                        name=request.name,
-                        container=container,
-                        limit_bytes=LOG_TAIL_BYTES,
-                    )
-                except errors.SroError as exc:
-                    log.debug("log not fetched", pod=request.name, container=container, error=str(exc))
-            if tails and memory.logs.get(request.uid) != tails:
-                memory.logs[request.uid] = tails
-                fetched = True
-        return fetched
 
     def _transient(
         self, memory: _Memory, failures: tuple[engine_writes.Failure, ...], *, now: datetime
