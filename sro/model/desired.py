@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from sro.errors import Location
@@ -99,7 +100,7 @@ class DesiredObject:
     wait_for_logs: re.Pattern[str] | None = None
     optional: bool = False
 
-    @property
+    @cached_property
     def ref(self) -> ObjectRef:
         return ObjectRef.of(self.body)
 

@@ -22,6 +22,11 @@ OS_MINOR_LABEL = NFD + "system-os_release.VERSION_ID.minor"
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
+def _empty() -> Mapping[str, str]:
+    # A shared read-only empty mapping; dataclasses on 3.11 refuse it as a plain default.
+    return _EMPTY
+
+
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, str]:
     if not mapping:
         return _EMPTY
@@ -46,15 +51,15 @@ class NodeView:
     """What reconciles need of a Node; heartbeats change none of it."""
 
     name: str
-    labels: Mapping[str, str] = field(default=_EMPTY)
-    annotations: Mapping[str, str] = field(default=_EMPTY)
+    labels: Mapping[str, str] = field(default_factory=_empty)
+    annotations: Mapping[str, str] = field(default_factory=_empty)
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     ready: bool = False
     kernel_version: str = ""  # status.nodeInfo.kernelVersion
     os_image: str = ""  # status.nodeInfo.osImage
     architecture: str = ""  # status.nodeInfo.architecture
-    extended: Mapping[str, str] = field(default=_EMPTY)  # allocatable entries with a "/" in the name
+    extended: Mapping[str, str] = field(default_factory=_empty)  # allocatable entries with a "/" in the name
     resource_version: str = ""
 
     @property
@@ -128,7 +133,7 @@ class PodView:
     node: str = ""
     phase: str = "Pending"
     ready: bool = False
-    labels: Mapping[str, str] = field(default=_EMPTY)
+    labels: Mapping[str, str] = field(default_factory=_empty)
     owner_kind: str = ""
     owner_name: str = ""
     owner_uid: str = ""
