@@ -192,3 +192,12 @@ async def test_each_cel_rule_refuses_a_bad_object_with_its_message(
     out = _dry_run(cluster, body)
     assert out.returncode != 0, f"accepted: {out.stdout[:500]}"
     assert message in out.stderr, out.stderr
+
+
+async def test_null_values_in_set_survive_so_they_can_remove_recipe_defaults(
+    cluster: Any, crd: dict[str, Any]
+) -> None:
+    body = _sr(_name(), set={"grafana": None, "driver": {"version": None, "repository": "example.com"}})
+    out = _dry_run(cluster, body)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["spec"]["set"] == body["spec"]["set"]
