@@ -147,6 +147,10 @@ class Compiled:
         except jinja2.TemplateError as exc:
             line = _template_line(exc, self.template)
             raise errors.TemplateError(f"template error: {exc}", location=self._at(line)) from None
+        except RecursionError:
+            raise errors.TemplateError(
+                "recursion too deep (a macro calling itself?)", location=self.location
+            ) from None
         except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
             line = _template_line(exc, self.template)
             raise errors.TemplateError(f"{type(exc).__name__}: {exc}", location=self._at(line)) from None

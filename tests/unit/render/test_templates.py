@@ -143,3 +143,8 @@ def test_a_template_cannot_change_the_values_other_documents_see() -> None:
     with pytest.raises(TemplateError, match="not allowed in the sandbox"):
         render("a: {{ set['items'].append(2) }}\n", values)
     assert values["set"]["items"] == [1]
+
+
+def test_endless_recursion_is_a_template_error_not_a_crash() -> None:
+    with pytest.raises(TemplateError, match="recursion too deep"):
+        render("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}")
