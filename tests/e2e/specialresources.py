@@ -149,3 +149,41 @@ def pool_inventory(
         entry["labels"] = {**(pool.get("labels") or {}), GROUP_LABEL: group}
         out.append(entry)
     return {"pools": out}
+
+
+def events(cluster: cluster_mod.Cluster, sr_name: str) -> list[dict[str, Any]]:
+    """Events about the SpecialResource (events.k8s.io/v1, in ``default`` where sro posts them)."""
+    found = cluster.kubectl_json("get", "events.v1.events.k8s.io", "-n", "default")
+    items: list[dict[str, Any]] = found["items"]
+    return [e for e in items if (e.get("regarding") or {}).get("name") == sr_name
+            and (e.get("regarding") or {}).get("kind") == "SpecialResource"]
+
+
+def ds_state_map(cluster: cluster_mod.Cluster, sr_name: str) -> dict[str, str]:
+    """DaemonSet name -> the state it belongs to (its ``sro.dev/state`` label)."""
+    return {
+        ds["metadata"]["name"]: ds["metadata"]["labels"].get("sro.dev/state", "")
+        for ds in owned(cluster, "daemonsets", sr_name, namespace=sr_name)
+    }
+
+
+def state_of(pod: Mapping[str, Any], ds_states: Mapping[str, str]) -> str:
+    """A bare pod's own ``sro.dev/state`` label, or its DaemonSet's."""
+    labels = pod["metadata"].get("labels") or {}
+    if "sro.dev/state" in labels:
+        return str(labels["sro.dev/state"])
+    owners = pod["metadata"].get("ownerReferences") or []
+    return next((ds_states.get(o["name"], "") for o in owners if o.get("kind") == "DaemonSet"), "")
+
+
+PodsByNode = dict[str, dict[str, list[dict[str, Any]]]]
+
+
+def pods_by_node_and_state(cluster: cluster_mod.Cluster, sr_name: str) -> PodsByNode:
+    """node -> state -> that node's pods of the state."""
+    ds_states = ds_state_map(cluster, sr_name)
+    out: PodsByNode = {}
+    for pod in pods(cluster, sr_name):
+        node = pod["spec"].get("nodeName", "")
+        out.setdefault(node, {}).setdefault(state_of(pod, ds_states), []).append(pod)
+    return out
