@@ -47,6 +47,39 @@ if _CBase is not None:
     _FastLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+MAX_DEPTH = 100
+"""Deeper data is refused: nothing in Kubernetes nests so far, and later recursive code
+(copies, merges) must never hit Python's recursion limit on text a user controls."""
+
+
+class TooDeep(yaml.YAMLError):
+    """The document nests deeper than MAX_DEPTH."""
+
+
+def _check_depth(value: Any) -> None:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+
+
+def _bracket_depth(text: str) -> int:
+    """Deepest nesting of flow brackets, counted roughly (quotes are not parsed)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
 def parse(text: str) -> Any:
     """Parse one YAML document strictly; errors are PyYAML's own, whichever parser ran.
 
@@ -55,10 +88,20 @@ def parse(text: str) -> Any:
     """
     if _FastLoader is not None:
         try:
-            return yaml.load(text, Loader=_FastLoader)
+            value = yaml.load(text, Loader=_FastLoader)
         except yaml.YAMLError:
             pass
-    return yaml.load(text, Loader=StrictLoader)
+        else:
+            _check_depth(value)
+            return value
+    if _bracket_depth(text) > MAX_DEPTH:  # the pure parser would recurse for seconds
+        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        value = yaml.load(text, Loader=StrictLoader)
+    except RecursionError:
+        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
+    _check_depth(value)
+    return value
 
 
 def load(text: str, *, file: str, line_offset: int = 0) -> Any:

@@ -148,3 +148,10 @@ def test_a_template_cannot_change_the_values_other_documents_see() -> None:
 def test_endless_recursion_is_a_template_error_not_a_crash() -> None:
     with pytest.raises(TemplateError, match="recursion too deep"):
         render("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}")
+
+
+@pytest.mark.parametrize("closing", [5000, 4999])
+def test_rendered_yaml_nested_absurdly_deep_is_refused_not_a_crash(closing: int) -> None:
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {{ deep }}\n"
+    with pytest.raises(RecipeInvalid, match="rendered YAML is invalid"):
+        render_doc(text, {"deep": "[" * 5000 + "]" * closing})
