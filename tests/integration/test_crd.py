@@ -201,3 +201,13 @@ async def test_null_values_in_set_survive_so_they_can_remove_recipe_defaults(
     out = _dry_run(cluster, body)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["spec"]["set"] == body["spec"]["set"]
+
+
+async def test_a_specialresource_without_spec_gets_an_empty_defaulted_one(
+    cluster: Any, crd: dict[str, Any]
+) -> None:
+    body = _sr(_name())
+    del body["spec"]
+    out = _dry_run(cluster, body)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["spec"] == {"managementState": "Managed"}
