@@ -2,7 +2,10 @@
 
 Covers: 10,000 label changes on 100 nodes lead to far fewer reconciles than events,
 and no key is ever reconciled by two workers at once (asserted inside the
-reconcile); node heartbeats (status condition timestamps) enqueue nothing and write
+reconcile). The first pass of each key is held until the burst has been sent, the
+way a slow reconcile would be: the count then does not depend on how fast this
+shared machine happens to be (free-running figures come from ``hack/bench runtime``).
+Node heartbeats (status condition timestamps) enqueue nothing and write
 nothing, while a label change on the same nodes does reconcile. Counts are printed.
 """
 
@@ -55,6 +58,8 @@ class Counting:
 
     def __init__(self, cost: float = 0.1) -> None:
         self.cost = cost
+        self.hold = asyncio.Event()
+        self.hold.set()
         self.running: set[str] = set()
         self.passes = 0
         self.overlaps = 0
@@ -64,6 +69,7 @@ class Counting:
             self.overlaps += 1
         self.running.add(key)
         try:
+            await self.hold.wait()
             await asyncio.sleep(self.cost)
             self.passes += 1
             return result.DONE
@@ -84,6 +90,7 @@ def writes(m: Manager) -> float:
     return sum(m.metrics.total("sro_api_requests_total", verb=v) for v in ("patch", "post", "put", "delete"))
 
 
+@pytest.mark.timeout(1800)
 async def test_ten_thousand_label_changes_lead_to_far_fewer_reconciles(
     cluster: Any, node_pool: Callable[..., Any]
 ) -> None:
@@ -96,6 +103,9 @@ async def test_ten_thousand_label_changes_lead_to_far_fewer_reconciles(
         await settle(m)
         before_events = m.metrics.value("sro_watch_events_total", {"resource": "nodes"})
         before_passes = reconcile.passes
+        reconcile.hold.clear()
+        m.queue.add("sr-a")  # one pass starts and is held while the burst arrives
+        await waiting.wait_for(lambda: "sr-a" in reconcile.running, timeout=30, message="a pass in flight")
         async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
             gate = asyncio.Semaphore(64)
 
@@ -112,6 +122,7 @@ async def test_ten_thousand_label_changes_lead_to_far_fewer_reconciles(
             started = time.monotonic()
             await asyncio.gather(*(change(i) for i in range(10_000)))
             took = time.monotonic() - started
+        reconcile.hold.set()
         last = str(9_999 // len(pool.nodes))
         await waiting.wait_for(
             lambda: all(m.nodes.get(n).labels.get("bench.sro.dev/v") == last for n in pool.nodes),
@@ -127,7 +138,7 @@ async def test_ten_thousand_label_changes_lead_to_far_fewer_reconciles(
         )
         assert reconcile.overlaps == 0, "a key was reconciled by two workers at once"
         assert events >= 10_000
-        assert 3 <= passes <= events / 10
+        assert 3 <= passes <= events / 100
     finally:
         m.stop()
         assert await asyncio.wait_for(running, 60) == 0
