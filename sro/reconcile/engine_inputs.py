@@ -16,12 +16,14 @@ be read in one place:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from sro.cache import projections
+from sro.errors import Location
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.reconcile import conflicts, dependencies, lifecycle
@@ -166,3 +168,32 @@ def _controller_kind(body: Mapping[str, Any]) -> str:
         if ref.get("controller"):
             return str(ref.get("kind", ""))
     return ""
+
+
+def with_priority_classes(wanted: desired.DesiredState, sr: sr_model.SpecialResource) -> desired.DesiredState:
+    """``wanted`` plus the SpecialResource's ``spec.priorityClasses`` (soft partitioning).
+
+    They belong to the first state, so they exist as soon as anything runs, and gate
+    nothing; being desired objects, the planner deletes them like any other when they
+    leave the spec, and teardown removes them with the rest.
+    """
+    if not sr.spec.priority_classes or not wanted.states:
+        return wanted
+    first = wanted.states[0].name
+    extra = tuple(
+        desired.DesiredObject(
+            body={
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": pc.name, "labels": {projections.OWNER_LABEL: sr.name}},
+                "value": pc.value,
+                "globalDefault": False,
+                **({"description": pc.description} if pc.description else {}),
+            },
+            state=first,
+            source=Location(file=f"SpecialResource {sr.name} spec.priorityClasses[{i}]"),
+            wait=False,
+        )
+        for i, pc in enumerate(sr.spec.priority_classes)
+    )
+    return dataclasses.replace(wanted, objects=(*extra, *wanted.objects))
