@@ -115,6 +115,7 @@ async def pipeline(args: argparse.Namespace) -> None:
         f"({len(lines) / took:,.0f} events/s); queue holds {len(q2)} keys"
     )
 
+    del lines, s2, q2
     for count in (1_000, 5_000):
         gc.collect()
         base = rss_mib()

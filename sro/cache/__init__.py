@@ -1,5 +1,6 @@
 """In-memory stores of the objects reconciles read.
 
-Pure. A store keeps trimmed projections, indexes them, and reports the deletions a
-relist implies. No I/O.
+Pure. ``store`` keeps projections keyed by namespace/name, indexes them and reports
+the deletions a relist implies; ``projections`` says what is kept of each kind;
+``indexes`` names the lookups (pods by node, objects by owner). No I/O.
 """

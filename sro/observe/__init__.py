@@ -1,1 +1,6 @@
-"""Logs, metrics and health endpoints: beside the data path, never inside it."""
+"""Logs, metrics and health endpoints: beside the data path, never inside it.
+
+``metrics`` (a registry per manager, implementing the small metrics protocols of the
+queue, API client, reflector and controller), ``logs`` (structlog setup and the
+per-reconcile context), ``health`` (/healthz, /readyz, /metrics).
+"""
