@@ -1,12 +1,20 @@
-"""Hard and soft partitioning: taints on the selected nodes, PriorityClasses created and owned.
+"""Hard partitioning: a SpecialResource's ``spec.taints`` keep other work off its nodes.
 
-Covers contract section 1's ``spec.taints`` and ``spec.priorityClasses``: every selected
-node gets the taints and the operator's own pods still run there (tolerations); a taint an
-administrator put on a node first is left in place when the SpecialResource goes; the
-PriorityClasses exist while the SpecialResource does and are removed with it.
+The taints land on every selected node and only there; a CPU-only pod is repelled from
+those nodes while a pod requesting the extended resource (``nvidia.com/gpu``, which
+appears once the device-plugin state runs) lands there, because the API server's
+ExtendedResourceToleration admission plugin gives it the toleration. When a node leaves
+the selector, or the SpecialResource is deleted, sro takes off only the taints it put
+there: a taint someone else placed — even one equal to sro's — stays. The PriorityClasses
+of ``spec.priorityClasses`` exist while the SpecialResource does and go with it.
+
+Preemption between priority classes is test_priority.py's.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import pytest
 import specialresources as srs
@@ -22,6 +30,126 @@ def _taint_keys(node: dict[str, object]) -> list[tuple[str, str]]:
     spec = node.get("spec") or {}
     assert isinstance(spec, dict)
     return [(t["key"], t.get("value", "")) for t in spec.get("taints") or ()]
+
+
+KERNEL = "5.14.0-427.13.1.el9_4.x86_64"
+GPU = {"kernel": KERNEL, "os": {"id": "rhel", "versionId": "9.4"}, "pci": ["10de"],
+       "devices": {"nvidia.com/gpu": 2}}
+CPU = {"kernel": KERNEL, "os": {"id": "rhel", "versionId": "9.4"}, "pci": []}
+SRO_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+# An administrator's taint with another key; PreferNoSchedule so sro's pods still run there.
+FOREIGN_TAINT = {"key": "team.example.com/reserved", "value": "ml", "effect": "PreferNoSchedule"}
+
+
+def _taints(made: Made, node: str) -> list[dict[str, str]]:
+    body = made.cluster.kubectl_json("get", "node", node)
+    return [{k: t[k] for k in ("key", "value", "effect") if k in t} for t in body["spec"].get("taints") or ()]
+
+
+def _taint(made: Made, node: str, taint: dict[str, str]) -> None:
+    made.cluster.kubectl("taint", "node", node, f'{taint["key"]}={taint["value"]}:{taint["effect"]}')
+
+
+def _pod(name: str, *, node_selector: dict[str, str], gpus: int = 0) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "work", "image": "registry.example.com/work:1"}
+    if gpus:
+        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"nodeSelector": node_selector, "containers": [container]},
+    }
+
+
+def _scheduling(made: Made, namespace: str, name: str) -> dict[str, Any]:
+    pod = made.cluster.kubectl_json("get", "pod", name, "-n", namespace)
+    cond = next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), {})
+    return {"node": pod["spec"].get("nodeName", ""), "status": cond.get("status", ""),
+            "reason": cond.get("reason", ""), "message": cond.get("message", ""),
+            "tolerations": pod["spec"].get("tolerations") or []}
+
+
+async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_and_leave_foreign_taints(
+    made: Made, namespace: str
+) -> None:
+    group, nodes = made.group("part", [{"count": 3, **GPU}, {"count": 1, **CPU}])
+    gpu_nodes, cpu_node = nodes[:3], nodes[3]
+    # Before sro: one GPU node already carries sro's very taint (an administrator put it
+    # there), another carries a taint of the administrator's own.
+    preset, foreign, plain = gpu_nodes
+    _taint(made, preset, SRO_TAINT)
+    _taint(made, foreign, FOREIGN_TAINT)
+
+    selector = {srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"}
+    name = made.sr(srs.manifest(unique("part"), recipe="nvidia-gpu", node_selector=selector,
+                                extra_spec={"taints": [SRO_TAINT]}))
+    status = await srs.wait_ready(made.cluster, name, within=300)
+    assert status["nodes"] == {"selected": 3, "complete": 3}
+
+    # Every selected node carries the taint (once); the CPU node none.
+    for node in gpu_nodes:
+        assert _taints(made, node).count(SRO_TAINT) == 1, node
+    assert _taints(made, cpu_node) == []
+    assert FOREIGN_TAINT in _taints(made, foreign)
+
+    # The device plugin made the extended resource appear on the GPU nodes.
+    for node in gpu_nodes:
+        allocatable = made.cluster.kubectl_json("get", "node", node)["status"]["allocatable"]
+        assert allocatable.get("nvidia.com/gpu") == "2", (node, allocatable)
+
+    # A CPU-only pod that may only go to the GPU nodes is repelled by the taint...
+    on_gpu_nodes = {srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"}
+    made.cluster.create(_pod("cpu-only", node_selector=on_gpu_nodes), namespace=namespace)
+    repelled = await waiting.wait_for(
+        lambda: (s := _scheduling(made, namespace, "cpu-only"))["reason"] == "Unschedulable" and s,
+        timeout=60, message="the CPU-only pod reported Unschedulable",
+    )
+    assert repelled["node"] == ""
+    assert "3 node(s) had untolerated taint" in repelled["message"], repelled
+
+    # ...while a pod asking for a GPU gets the toleration from the API server and lands.
+    made.cluster.create(_pod("gpu-job", node_selector=on_gpu_nodes, gpus=1), namespace=namespace)
+    landed = await waiting.wait_for(
+        lambda: (s := _scheduling(made, namespace, "gpu-job"))["status"] == "True" and s,
+        timeout=60, message="the GPU pod scheduled",
+    )
+    assert landed["node"] in gpu_nodes
+    assert any(t.get("key") == "nvidia.com/gpu" for t in landed["tolerations"]), landed["tolerations"]
+
+    # A CPU pod free to go anywhere in the group lands on the CPU node, the only untainted one.
+    made.cluster.create(_pod("cpu-anywhere", node_selector={srs.GROUP_LABEL: group}), namespace=namespace)
+    anywhere = await waiting.wait_for(
+        lambda: (s := _scheduling(made, namespace, "cpu-anywhere"))["status"] == "True" and s,
+        timeout=60, message="the unconstrained CPU pod scheduled",
+    )
+    assert anywhere["node"] == cpu_node
+
+    # The plain node leaves the selector: sro takes its taint off, and only there.
+    made.cluster.kubectl("label", "node", plain, f"{srs.GPU_LABEL}=false", "--overwrite")
+    await waiting.wait_for(
+        lambda: SRO_TAINT not in _taints(made, plain), timeout=90,
+        message=f"sro's taint removed from {plain}, which left the selector",
+    )
+    await waiting.wait_for(
+        lambda: srs.status(made.cluster, name).get("nodes", {}).get("selected") == 2, timeout=90,
+        message="the SpecialResource selects two nodes",
+    )
+    assert SRO_TAINT in _taints(made, preset)
+    assert SRO_TAINT in _taints(made, foreign)
+    assert FOREIGN_TAINT in _taints(made, foreign)
+
+    # Deleting the SpecialResource removes the taint sro added, and nothing else.
+    srs.delete(made.cluster, name)
+    await waiting.wait_for(lambda: srs.get(made.cluster, name) is None, timeout=180,
+                           message=f"SpecialResource {name} gone")
+    assert SRO_TAINT not in _taints(made, foreign), "sro added it there: it goes"
+    assert _taints(made, foreign) == [FOREIGN_TAINT], "the administrator's taint stays"
+    assert _taints(made, preset) == [SRO_TAINT], "the taint that was there before sro stays"
+    assert _taints(made, plain) == []
+    for node in gpu_nodes:
+        annotations = made.cluster.kubectl_json("get", "node", node)["metadata"].get("annotations") or {}
+        assert not [k for k in annotations if k.endswith(f".{name}")], (node, json.dumps(annotations))
 
 
 async def test_taints_and_priority_classes_come_and_go_with_the_special_resource(made: Made) -> None:
