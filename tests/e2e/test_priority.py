@@ -106,5 +106,6 @@ async def test_priority_classes_are_owned_by_the_special_resource_and_high_prior
     srs.delete(made.cluster, name)
     await waiting.wait_for(lambda: srs.get(made.cluster, name) is None, timeout=180,
                            message=f"SpecialResource {name} gone")
-    for pc in (high, low):
-        assert made.cluster.kubectl("get", "priorityclass", pc, check=False).returncode != 0, pc
+    for class_name in (high, low):
+        gone = made.cluster.kubectl("get", "priorityclass", class_name, check=False).returncode != 0
+        assert gone, class_name
