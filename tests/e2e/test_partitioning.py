@@ -64,7 +64,8 @@ def _pod(name: str, *, node_selector: dict[str, str], gpus: int = 0) -> dict[str
 
 def _scheduling(made: Made, namespace: str, name: str) -> dict[str, Any]:
     pod = made.cluster.kubectl_json("get", "pod", name, "-n", namespace)
-    cond: dict[str, Any] = next((c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), {})
+    conditions = pod["status"].get("conditions") or ()
+    cond: dict[str, Any] = next((c for c in conditions if c["type"] == "PodScheduled"), {})
     return {"node": pod["spec"].get("nodeName", ""), "status": cond.get("status", ""),
             "reason": cond.get("reason", ""), "message": cond.get("message", ""),
             "tolerations": pod["spec"].get("tolerations") or []}
