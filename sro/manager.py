@@ -33,7 +33,7 @@ import contextlib
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -51,6 +51,12 @@ from sro.reconcile import handlers
 from sro.watch import reflector as reflector_
 
 log = structlog.get_logger(__name__)
+
+if TYPE_CHECKING:  # one Metrics serves every runtime part's metrics protocol
+    _queue_metrics: workqueue.QueueMetrics = metrics_.Metrics()
+    _api_metrics: http.ApiMetrics = metrics_.Metrics()
+    _watch_metrics: reflector_.WatchMetrics = metrics_.Metrics()
+    _controller_metrics: controller_.ControllerMetrics = metrics_.Metrics()
 
 OWNED_SELECTOR = projections.OWNER_LABEL  # "label exists": unrelated objects cost nothing
 NODE_API = ("v1", "Node")

@@ -36,7 +36,7 @@ def manager_for(cluster: Any, pool: str, keys: set[str]) -> Manager:
             api=settings.ApiSettings(kubeconfig=str(cluster.kubeconfig)),
             server=settings.ServerSettings(port=0),
             lease=settings.LeaseSettings(enabled=False),
-            controller=settings.ControllerSettings(workers=4),
+            controller=settings.ControllerSettings(workers=4, reconcile_timeout=3600),
         )
     )
 
