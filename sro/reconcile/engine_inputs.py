@@ -197,3 +197,37 @@ def with_priority_classes(wanted: desired.DesiredState, sr: sr_model.SpecialReso
         for i, pc in enumerate(sr.spec.priority_classes)
     )
     return dataclasses.replace(wanted, objects=(*extra, *wanted.objects))
+
+
+def _without_nodes(pod_spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    """``pod_spec`` with a required ``metadata.name NotIn names`` in every node selector term."""
+    keep_out = {"key": "metadata.name", "operator": "NotIn", "values": names}
+    affinity = dict(pod_spec.get("affinity") or {})
+    node_affinity = dict(affinity.get("nodeAffinity") or {})
+    required = dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = [dict(t) for t in required.get("nodeSelectorTerms") or ()] or [{}]
+    for term in terms:
+        term["matchFields"] = [*(term.get("matchFields") or ()), keep_out]
+    required["nodeSelectorTerms"] = terms
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    affinity["nodeAffinity"] = node_affinity
+    return {**pod_spec, "affinity": affinity}
+
+
+def excluding(wanted: desired.DesiredState, nodes: frozenset[str]) -> desired.DesiredState:
+    """``wanted`` with its DaemonSets kept off ``nodes`` (nodes an earlier SpecialResource of
+    the same recipe keeps): a DaemonSet places pods by labels, which say nothing of conflicts."""
+    if not nodes:
+        return wanted
+    names = sorted(nodes)
+    objects = []
+    for obj in wanted.objects:
+        spec = obj.body.get("spec")
+        template = spec.get("template") if isinstance(spec, Mapping) else None
+        if obj.kind != "DaemonSet" or not isinstance(spec, Mapping) or not isinstance(template, Mapping):
+            objects.append(obj)
+            continue
+        pod_spec = _without_nodes(template.get("spec") or {}, names)
+        body = {**obj.body, "spec": {**spec, "template": {**template, "spec": pod_spec}}}
+        objects.append(dataclasses.replace(obj, body=body))
+    return dataclasses.replace(wanted, objects=tuple(objects))

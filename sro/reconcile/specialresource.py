@@ -170,7 +170,10 @@ class Engine:
         deps = engine_inputs.dependency_report(sr.name, peers)
         pool = [n for n in all_nodes if n.name not in conflict.excluded]
         try:
-            wanted = engine_inputs.with_priority_classes(await self._render(sr, recipe, pool), sr)
+            rendered = await self._render(sr, recipe, pool)
+            wanted = engine_inputs.excluding(
+                engine_inputs.with_priority_classes(rendered, sr), conflict.excluded
+            )
         except errors.RecipeError as exc:
             await self._write(sr.name, body, previous, fail(exc.reason, str(exc)), events=())
             return RECIPE_RECHECK
