@@ -29,7 +29,7 @@ from sro.cache import projections
 from sro.model import specialresource as sr_model
 from sro.model import views
 from sro.observe import logs
-from sro.reconcile import engine_inputs, result, specialresource
+from sro.reconcile import engine_inputs, engine_recipes, result, specialresource
 from sro.render import sources, values
 
 log = structlog.get_logger(__name__)
@@ -162,10 +162,42 @@ class _Kinds:
         return self._version or ("", "", "")
 
 
+class _Manager(manager.Manager):
+    """The manager plus one watch it has no role for: recipe ConfigMaps, which wake the
+    SpecialResources that use the recipe they hold."""
+
+    RECIPES_ROLE = "recipes"
+
+    def watch_recipes(self, namespace: str) -> None:
+        self._add(manager.WatchSpec(
+            api_version="v1", kind="ConfigMap", namespace=namespace,
+            label_selector=sources.RECIPE_LABEL, role=self.RECIPES_ROLE,
+        ))
+
+    def recipe_configmaps(self, namespace: str) -> Sequence[projections.ObjectView]:
+        return self.store("v1", "ConfigMap", namespace=namespace).values()
+
+    def _handler(self, spec: manager.WatchSpec) -> Any:
+        if spec.role != self.RECIPES_ROLE:
+            return super()._handler(spec)
+
+        def handle(change: Any) -> None:
+            names = {
+                v.labels.get(sources.RECIPE_LABEL, "") for v in (change.old, change.new) if v is not None
+            }
+            for view in self.store(*PRIMARY).values():
+                spec_ = view.body.get("spec") or {}
+                recipe = spec_.get("recipe") or view.name
+                if recipe in names:
+                    self.queue.add(view.name)
+
+        return handle
+
+
 class _NodeKeys:
     """Node change -> the SpecialResources it concerns (contract: section 6)."""
 
-    def __init__(self, m: manager.Manager, library: sources.Library) -> None:
+    def __init__(self, m: manager.Manager, library: engine_recipes.Recipes) -> None:
         self._m = m
         self._library = library
         self._selectors: dict[str, tuple[float, Mapping[str, str]]] = {}
@@ -204,10 +236,16 @@ class _NodeKeys:
 
 def build(settings: settings_.Settings) -> manager.Manager:
     """A manager with the engine registered, ready to ``run``."""
-    m = manager.Manager(settings)
+    m = _Manager(settings)
     engine_config, recipe_dirs = engine_settings(settings)
-    library = recipe_library(recipe_dirs)
+    operator_namespace = engine_config.operator.namespace
+    library = engine_recipes.Catalog(
+        recipe_library(recipe_dirs),
+        configmaps=lambda: m.recipe_configmaps(operator_namespace),
+        namespace=operator_namespace,
+    )
     m.watch_primary(*PRIMARY)
+    m.watch_recipes(operator_namespace)
     for api_version, kind in OWNED_KINDS:
         m.watch_owned(api_version, kind)
     m.watch_nodes(_NodeKeys(m, library))
@@ -227,7 +265,9 @@ def build(settings: settings_.Settings) -> manager.Manager:
         return result.DONE if seconds is None else result.requeue_after(seconds)
 
     m.reconcile_with(reconcile)
-    log.info("engine registered", recipes=[str(d) for d in recipe_dirs], builtin=str(library.search.builtin))
+    log.info(
+        "engine registered", recipe_dirs=[str(d) for d in recipe_dirs], recipe_configmaps=operator_namespace
+    )
     return m
 
 

@@ -36,6 +36,7 @@ from sro.reconcile import (
     engine_inputs,
     engine_logs,
     engine_ports,
+    engine_recipes,
     engine_status,
     engine_teardown,
     engine_writes,
@@ -44,7 +45,7 @@ from sro.reconcile import (
 )
 from sro.reconcile import observed as observed_
 from sro.render import recipe as recipe_
-from sro.render import sources, values
+from sro.render import values
 from sro.status import writer as writer_
 
 log = structlog.get_logger(__name__)
@@ -86,7 +87,7 @@ class Engine:
         reader: engine_ports.Reader,
         writer: engine_ports.Writer,
         kinds: engine_ports.Kinds,
-        library: sources.Library,
+        library: engine_recipes.Recipes,
         settings: EngineSettings,
         enqueue: Callable[[str], None] = lambda _key: None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
