@@ -212,8 +212,6 @@ async def test_the_deployment_settings_and_service_account_suffice_to_converge_a
         group, nodes = made.group("incluster", pools)
         assert len(nodes) == 4
         selector = {srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"}
-        # spec.priorityClasses is asked for so that, once the engine creates them, a
-        # missing permission shows up below as a 403.
         priority = unique("incluster-prio")
         name = made.sr(
             srs.manifest(
@@ -241,6 +239,7 @@ async def test_the_deployment_settings_and_service_account_suffice_to_converge_a
             assert ("nvidia.com/gpu", "present", "NoSchedule") in taints
             assert srs.sr_labels(node, name), f"no state labels on {node['metadata']['name']}"
         assert srs.owned(cluster, "roles", name, namespace=name), "the recipe's Role was not created"
+        assert cluster.kubectl("get", "priorityclass", priority, check=False).returncode == 0
         events = cluster.kubectl_json("get", "events.events.k8s.io", "-n", "default")["items"]
         assert any((e.get("regarding") or {}).get("name") == name for e in events), (
             "the operator emitted no Event for the SpecialResource"
@@ -258,6 +257,11 @@ async def test_the_deployment_settings_and_service_account_suffice_to_converge_a
         for node in srs.nodes(cluster, {srs.GROUP_LABEL: group}):
             assert not srs.sr_labels(node, name)
             assert all(t["key"] != "nvidia.com/gpu" for t in node["spec"].get("taints") or [])
+        waiting.wait_for_sync(
+            lambda: cluster.kubectl("get", "priorityclass", priority, check=False).returncode != 0,
+            timeout=60,
+            message="the SpecialResource's PriorityClass to be deleted",
+        )
         waiting.wait_for_sync(
             lambda: cluster.kubectl("get", "namespace", name, check=False).returncode != 0,
             timeout=120,
