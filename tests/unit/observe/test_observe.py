@@ -46,10 +46,13 @@ def test_api_requests_are_counted_by_verb_resource_and_code() -> None:
 
 def test_every_line_of_a_reconcile_carries_its_key(capsys: pytest.CaptureFixture[str]) -> None:
     logs.configure(format="json", level="info")
-    log = structlog.get_logger("t")
-    with logs.bind_reconcile("gpu"):
-        log.info("inside")
-    log.info("outside")
+    try:
+        log = structlog.get_logger("t")
+        with logs.bind_reconcile("gpu"):
+            log.info("inside")
+        log.info("outside")
+    finally:
+        structlog.reset_defaults()
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert lines[0]["key"] == "gpu" and lines[0]["sr"] == "gpu" and lines[0]["event"] == "inside"
     assert "key" not in lines[1]

@@ -6,6 +6,7 @@ Workers run on a real ``WorkQueue`` with plain async reconcile functions; no clu
 import asyncio
 
 import pytest
+from support import waiting
 
 from sro import errors, settings
 from sro.observe import metrics
@@ -99,6 +100,7 @@ async def test_a_reconcile_over_its_timeout_is_cancelled_and_retried() -> None:
     c.queue.add("a")
     outcome = await c.process(await c.queue.get() or "")
     assert outcome.label == "timeout"
+    assert m.value("sro_reconcile_total", {"result": "timeout"}) == 1
     assert c.queue.waiting == 1
     assert c.queue.processing == frozenset(), "done() ran"
 
@@ -124,8 +126,9 @@ async def test_workers_never_reconcile_one_key_twice_at_once() -> None:
         c.queue.add(f"k{i % 5}")
         if i % 50 == 0:
             await asyncio.sleep(0)
-    while len(c.queue) or c.queue.processing:
-        await asyncio.sleep(0.005)
+    await waiting.wait_for(
+        lambda: not len(c.queue) and not c.queue.processing, timeout=30, interval=0.005, message="queue idle"
+    )
     c.stop()
     await asyncio.wait_for(task, 5)
     assert overlaps == 0
