@@ -14,8 +14,10 @@ During ``run`` a reconcile reads ``m.store(api_version, kind)`` (``m.nodes``, ``
 with index ``by_node``, ``m.owned(sr)`` across every owned kind), writes through
 ``m.writer`` (``sro.apply.ssa.Writer``: apply, apply_if_needed, validate (dry run),
 apply_status, patch_status, delete, request, pod_log), asks ``m.is_served`` /
-``m.is_namespaced`` (discovery cache) and starts a watch for a kind first needed at
-runtime with ``await m.ensure_watch(api_version, kind)``.
+``m.is_namespaced`` (discovery cache), ``m.cluster_version()``, and starts a watch for a
+kind first needed at runtime with ``await m.ensure_watch(api_version, kind)`` (or
+``ensure_watched``). ``m.writer`` satisfies ``sro.reconcile.engine_ports.Writer`` and
+the manager itself ``engine_ports.Kinds``.
 
 Order of ``run``: connect; serve /healthz, /readyz, /metrics; start every reflector
 and wait until all have listed; then, with leader election on, stand by (caches stay
@@ -101,6 +103,7 @@ class Manager:
         self._discovery: discovery_.Discovery | None = None
         self._writer: ssa.Writer | None = None
         self.health: health.HealthServer | None = None
+        self._version: dict[str, Any] = {}
 
     # -- registration ---------------------------------------------------------
 
@@ -189,6 +192,15 @@ class Manager:
         await self._reflectors[key].synced.wait()
         return self._reflectors[key].store
 
+    async def ensure_watched(self, api_version: str, kind: str) -> None:
+        """``ensure_watch`` without the store (the engine's ``Kinds`` protocol)."""
+        await self.ensure_watch(api_version, kind)
+
+    def cluster_version(self) -> tuple[str, str, str]:
+        """(gitVersion, major, minor) of the API server, read once at start."""
+        v = self._version
+        return (str(v.get("gitVersion", "")), str(v.get("major", "")), str(v.get("minor", "")))
+
     def stop(self) -> None:
         """Ask ``run`` to shut down (what SIGTERM and SIGINT do)."""
         self._stopping.set()
@@ -204,6 +216,7 @@ class Manager:
                 self._api = api
                 self._discovery = discovery_.Discovery(api)
                 self._writer = ssa.Writer(api=api, discovery=self._discovery)
+                self._version = await api.request("GET", "/version", resource="version")
                 self.health = health.HealthServer(metrics=self.metrics, ready=self.ready)
                 await self.health.start(host=self.settings.server.address, port=self.settings.server.port)
                 try:
