@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for hack/image, sourced (bash). Nothing here runs on its own.
 #
 # They exist because this project builds and tests real OCI images on machines
