@@ -8,7 +8,9 @@ operator's CRDs (a minimal, field-checked copy is installed for the test and rem
 RBAC is checked through the API server's own authorizer: ``kubectl auth can-i`` for
 what the service account needs and what it must not have, and real requests made as
 the service account for what the escalation check allows (the built-in recipes' RBAC)
-and refuses (binding cluster-admin, granting Secrets).
+and refuses (binding cluster-admin, granting Secrets). The ownership admission policy
+is checked the same way: as the service account, objects without the ``sro.dev/owner``
+label cannot be created, changed (not even to add the label) or deleted.
 
 Not covered here: that the operator process really works with these permissions
 (the in-cluster end-to-end test runs it with the service account's token).
@@ -489,3 +491,83 @@ def test_the_service_account_can_create_the_rbac_of_the_built_in_recipes(
         for doc in made:
             if doc["kind"].startswith("Cluster"):
                 cluster.kubectl("delete", doc["kind"].lower(), doc["metadata"]["name"], "--ignore-not-found")
+
+
+# --- the ownership policy: only objects labelled sro.dev/owner ---------------------------------
+
+
+def _denied_by_policy(proc: subprocess.CompletedProcess[str]) -> bool:
+    return proc.returncode != 0 and "sro-owned-objects-only" in proc.stderr
+
+
+@pytest.fixture
+def unowned_namespace(cluster: Cluster, installed: str) -> Iterator[str]:
+    """A namespace someone else made, once the policy is in force (policies load asynchronously)."""
+    name = f"unowned-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    try:
+        waiting.wait_for_sync(
+            lambda: _denied_by_policy(
+                cluster.kubectl("delete", "namespace", name, "--dry-run=server", f"--as={SA}", check=False)
+            ),
+            timeout=30,
+            message="the ownership policy to refuse the service account",
+        )
+        yield name
+    finally:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
+
+
+def test_the_service_account_may_delete_only_namespaces_it_made(
+    cluster: Cluster, unowned_namespace: str
+) -> None:
+    delete = ("delete", "namespace", unowned_namespace, "--dry-run=server", f"--as={SA}")
+    # RBAC alone would allow it: namespaces are created and deleted by name at run time.
+    assert _can(cluster, "delete", "namespaces")
+    refused = cluster.kubectl(*delete, check=False)
+    assert _denied_by_policy(refused), refused.stderr
+    assert "sro.dev/owner" in refused.stderr
+    cluster.kubectl("label", "namespace", unowned_namespace, "sro.dev/owner=some-sr")
+    assert cluster.kubectl(*delete, check=False).returncode == 0
+
+
+def test_the_service_account_cannot_create_an_unlabelled_object(
+    cluster: Cluster, unowned_namespace: str
+) -> None:
+    role: dict[str, Any] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"unowned-{uuid.uuid4().hex[:8]}"},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
+    }
+    assert _denied_by_policy(_as_sa(cluster, "create", role, "--dry-run=server"))
+    role["metadata"]["labels"] = {"sro.dev/owner": "some-sr"}
+    proc = _as_sa(cluster, "create", role, "--dry-run=server")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_service_account_cannot_adopt_an_object_by_labelling_it(
+    cluster: Cluster, unowned_namespace: str
+) -> None:
+    # A ClusterRole within the operator's own permissions, so RBAC's escalation check passes
+    # and only the policy stands in the way.
+    name = f"unowned-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "clusterrole", name, "--verb=get", "--resource=nodes")
+    try:
+        patch = json.dumps({"metadata": {"labels": {"sro.dev/owner": "some-sr"}}})
+        proc = cluster.kubectl(
+            "patch",
+            "clusterrole",
+            name,
+            "--type=merge",
+            "-p",
+            patch,
+            "--dry-run=server",
+            f"--as={SA}",
+            check=False,
+        )
+        assert _denied_by_policy(proc), proc.stderr
+        delete = cluster.kubectl("delete", "clusterrole", name, "--dry-run=server", f"--as={SA}", check=False)
+        assert _denied_by_policy(delete), delete.stderr
+    finally:
+        cluster.kubectl("delete", "clusterrole", name, "--ignore-not-found")
