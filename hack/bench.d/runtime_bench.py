@@ -92,6 +92,35 @@ async def pipeline(args: argparse.Namespace) -> None:
         print("no nodes in the cluster: add some (hack/cluster nodes --count 1000)")
         return
 
+    def fill(count: int) -> store.Store[Any]:
+        cache: store.Store[Any] = store.Store(resource="nodes", project=projections.node)
+        for i in range(count):
+            body = json.loads(json.dumps(bodies[i % len(bodies)]))
+            body["metadata"]["name"] = f"mem-{i}"
+            body["metadata"].setdefault("labels", {})["bench.sro.dev/i"] = str(i)
+            cache.upsert(body)
+        return cache
+
+    for count in (1_000, 5_000):
+        gc.collect()
+        base = rss_mib()
+        cache = fill(count)
+        gc.collect()
+        grown = rss_mib() - base
+        del cache
+        gc.collect()
+        tracemalloc.start()
+        cache = fill(count)
+        gc.collect()
+        current, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        del cache
+        print(
+            f"memory: {count:,} cached nodes: {current / 2**20:.1f} MiB held by the cache "
+            f"({current / count / 1024:.1f} KiB/node, tracemalloc); process RSS {rss_mib():.0f} MiB, "
+            f"grew {grown:.1f} MiB while filling"
+        )
+
     # Replay: every line is a relevant change (a label flips), so each reaches the queue.
     lines = []
     for i in range(args.events):
@@ -114,27 +143,6 @@ async def pipeline(args: argparse.Namespace) -> None:
         f"pipeline: {len(lines):,} watch lines parse -> store -> handler -> queue in {took:.2f} s "
         f"({len(lines) / took:,.0f} events/s); queue holds {len(q2)} keys"
     )
-
-    del lines, s2, q2
-    for count in (1_000, 5_000):
-        gc.collect()
-        base = rss_mib()
-        tracemalloc.start()
-        cache: store.Store[Any] = store.Store(resource="nodes", project=projections.node)
-        for i in range(count):
-            body = json.loads(json.dumps(bodies[i % len(bodies)]))
-            body["metadata"]["name"] = f"mem-{i}"
-            body["metadata"].setdefault("labels", {})["bench.sro.dev/i"] = str(i)
-            cache.upsert(body)
-        gc.collect()
-        current, _ = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        print(
-            f"memory: {count:,} cached nodes: {current / 2**20:.1f} MiB allocated by the cache "
-            f"({current / count / 1024:.1f} KiB/node); "
-            f"process RSS {rss_mib():.0f} MiB (+{rss_mib() - base:.0f})"
-        )
-        del cache
 
 
 class Counting:
