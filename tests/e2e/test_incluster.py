@@ -8,6 +8,8 @@ the machine is untouched), ``KUBERNETES_SERVICE_HOST``/``PORT`` and no kubeconfi
 takes the lease, converges an nvidia-gpu SpecialResource with taints and priority classes
 (namespaces, RBAC, DaemonSets, pods, a Deployment, Services, node labels and taints,
 status, Events) and tears it down again, and at no point gets a 403 from the API server.
+On the way it checks that every ``sro_*`` metric the alerts and the dashboard in
+``manifests/monitoring`` query is one the operator exports.
 
 The only change to the Deployment's settings is the listen address (a free loopback port
 instead of 0.0.0.0:8080). The session's kubeconfig operator is stopped meanwhile, so no
