@@ -30,6 +30,8 @@ from sro.reconcile import conflicts, dependencies, lifecycle
 from sro.reconcile import node_writes as node_writes_
 from sro.reconcile import observed as observed_
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
 
 def matches(node: views.NodeView, selector: Mapping[str, str]) -> bool:
     """Whether ``node`` carries every label of ``selector`` (an empty selector matches all)."""
@@ -200,14 +202,18 @@ def with_priority_classes(wanted: desired.DesiredState, sr: sr_model.SpecialReso
 
 
 def _without_nodes(pod_spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-    """``pod_spec`` with a required ``metadata.name NotIn names`` in every node selector term."""
-    keep_out = {"key": "metadata.name", "operator": "NotIn", "values": names}
+    """``pod_spec`` with a required ``kubernetes.io/hostname NotIn names`` in every node selector term.
+
+    (A ``metadata.name`` field selector would be exact, but the API server allows only one
+    value in it; the kubelet sets the hostname label to the node's name.)
+    """
+    keep_out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": names}
     affinity = dict(pod_spec.get("affinity") or {})
     node_affinity = dict(affinity.get("nodeAffinity") or {})
     required = dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     terms = [dict(t) for t in required.get("nodeSelectorTerms") or ()] or [{}]
     for term in terms:
-        term["matchFields"] = [*(term.get("matchFields") or ()), keep_out]
+        term["matchExpressions"] = [*(term.get("matchExpressions") or ()), keep_out]
     required["nodeSelectorTerms"] = terms
     node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
     affinity["nodeAffinity"] = node_affinity

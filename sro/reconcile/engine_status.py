@@ -27,6 +27,7 @@ from sro.reconcile import conflicts, dependencies, engine_writes, plan
 from sro.status import events, summary
 
 _FAILURES_SHOWN = 3
+_NODES_SHOWN = 5
 _RETRY_CAP = 30.0
 
 
@@ -87,6 +88,8 @@ def finish(
     permanent = [f for f in failures if f.permanent]
     passing = [f for f in failures if not f.permanent]
 
+    planned = _with_waiting_nodes(planned, deps)
+
     def fail(reason: str, message: str) -> dict[str, Any]:
         return degraded(planned, previous, reason=reason, message=message, generation=generation, now=now)
 
@@ -103,6 +106,25 @@ def finish(
     if passing:
         return _with_retry_messages(planned, passing), retry_in
     return planned, None
+
+
+def _with_waiting_nodes(status: Mapping[str, Any], deps: dependencies.DependencyReport) -> Mapping[str, Any]:
+    """The status with the first unfinished state's row naming the nodes that wait for a
+    dependency, and which one: the row is where an administrator looks for a node."""
+    if deps.ok or deps.cycle or not deps.waiting:
+        return status
+    names = sorted(deps.waiting)
+    blocking = ", ".join(deps.absent or tuple(sorted(deps.uncovered)))
+    more = len(names) - _NODES_SHOWN
+    shown = ", ".join(names[:_NODES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    text = f"{shown}: waiting for SpecialResource {blocking}, which is missing or does not select them"
+    rows = [dict(r) for r in status.get("states") or ()]
+    target = next((r for r in rows if r.get("phase") != "Complete"), rows[0] if rows else None)
+    if target is None:
+        return status
+    old = str(target.get("message") or "")
+    target["message"] = f"{text}; {old}" if old else text
+    return {**status, "states": rows}
 
 
 def _with_retry_messages(

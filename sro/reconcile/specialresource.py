@@ -53,6 +53,8 @@ log = structlog.get_logger(__name__)
 RECIPE_RECHECK = 30.0
 """Seconds before a SpecialResource whose recipe failed looks again: drop-in directories
 are not watched, so a fixed recipe is noticed within this time without a restart."""
+NAMESPACE_POLL = 2.0
+"""Seconds between looks at an operand namespace that is still terminating."""
 TRANSIENT_BOUND = 180.0
 """Seconds a transient write failure may persist before it is reported as ApplyFailed."""
 
@@ -157,6 +159,11 @@ class Engine:
             )
             await self._write(sr.name, body, previous, fail("NamespaceInUse", message), events=())
             return RECIPE_RECHECK
+        cached_namespace = self._reader.namespace(sr.spec.namespace)
+        if cached_namespace is not None and cached_namespace.deleting:
+            # Ours, still going away after a removal: nothing can be created in it until it is gone.
+            log.info("waiting for the operand namespace to finish terminating", sr=sr.name)
+            return NAMESPACE_POLL
         try:
             recipe = self._library.get(sr.spec.recipe)
         except errors.RecipeError as exc:
