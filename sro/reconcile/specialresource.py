@@ -20,7 +20,7 @@ between passes is bookkeeping whose loss on a restart costs a retry or a log fet
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -67,7 +67,7 @@ class _Memory:
     logs: dict[str, Mapping[str, str]] = field(default_factory=dict)
     transient_since: datetime | None = None
     transient_attempts: int = 0
-    summary: tuple[Any, ...] = ()
+    summary: tuple[object, ...] = ()  # what peers saw of it last time (see _note_summary)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,7 +241,7 @@ class Engine:
     # -- steps ----------------------------------------------------------------------
 
     def _peers(
-        self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, nodes: list[views.NodeView] | Any
+        self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, nodes: Sequence[views.NodeView]
     ) -> list[engine_inputs.PeerSummary]:
         """Every parseable SpecialResource, summarised for dependency and conflict checks."""
         out = [engine_inputs.summarise(sr, recipe_selector=recipe.node_selector, nodes=nodes)]
@@ -338,7 +338,7 @@ class Engine:
         sr: sr_model.SpecialResource,
         *,
         wanted: desired.DesiredState,
-        all_nodes: Any,
+        all_nodes: Sequence[views.NodeView],
         recipe: recipe_.Recipe,
         previous: Mapping[str, Any],
         memory: _Memory,
@@ -398,7 +398,7 @@ class Engine:
         previous: Mapping[str, Any],
         status: Mapping[str, Any],
         *,
-        events: Any,
+        events: Sequence[writer_.EventLike],
     ) -> None:
         """Status first (only if changed), then the Events that status records."""
         written = await self._status.write_status(name=name, current=previous, status=status)
