@@ -3,7 +3,9 @@
 The SpecialResource engine is written against these three narrow protocols rather than
 against the manager, caches and clients directly, so the engine reads as the contract's
 reconcile steps and ``sro.app`` is the one place that knows how the runtime provides them.
-Reads come from caches (never from the API), writes go to the API server.
+Reads come from caches, writes go to the API server; the one read the engine sends to the
+API server is for an operand namespace the cache cannot show (it caches only namespaces
+sro made, and one someone else made must be seen to be refused, never adopted).
 """
 
 from __future__ import annotations
