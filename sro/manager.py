@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from sro import errors
 from sro import settings as settings_
 from sro.apply import ssa
 from sro.cache import indexes, projections
@@ -223,7 +224,7 @@ class Manager:
                     async with asyncio.TaskGroup() as group:
                         self._group = group
                         for spec in list(self._specs.values()):
-                            await self._start(spec)
+                            await self._start_or_skip(spec)
                         code = await self._lifecycle()
                         for task in self._tasks:
                             task.cancel()
@@ -234,6 +235,19 @@ class Manager:
             restore()
         log.info("manager stopped", exit_code=code)
         return code
+
+    async def _start_or_skip(self, spec: WatchSpec) -> None:
+        """Start a registered watch; an owned kind the server does not serve (yet) is skipped:
+        ``ensure_watch`` starts it once it is needed and served."""
+        try:
+            await self._start(spec)
+        except errors.NotFound:
+            if spec.role != "owned":
+                raise
+            log.warning(
+                "owned kind not served: not watched for now", kind=spec.kind, api_version=spec.api_version
+            )
+            del self._specs[spec.key]
 
     async def _start(self, spec: WatchSpec) -> None:
         if self._group is None:

@@ -4,8 +4,8 @@ Covers: a missing object is ``NotFound``; creating an existing one is ``Conflict
 invalid object is refused by a server-side dry run with field causes and nothing is
 written; a CRD installed after discovery started is found on first use; status is
 applied through the status subresource; deletes honour the propagation policy; a
-manager starts a watch for a kind at runtime, serves /healthz, /readyz and /metrics,
-and shuts down cleanly.
+manager skips an owned kind that is not served, starts a watch for a kind at runtime,
+serves /healthz, /readyz and /metrics, and shuts down cleanly.
 """
 
 from __future__ import annotations
@@ -186,6 +186,7 @@ async def test_a_manager_watches_a_kind_at_runtime_serves_health_and_stops_clean
         )
     )
     m.watch_primary("v1", "ConfigMap", namespace=namespace)
+    m.watch_owned("absent.sro.dev/v1", "Thing")  # not served: skipped, not fatal
     seen: list[str] = []
 
     async def reconcile(key: str) -> result.Result:
