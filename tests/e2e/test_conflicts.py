@@ -85,10 +85,14 @@ async def test_an_older_special_resource_edited_over_a_newer_ones_node_takes_it_
     first_node, second_node = nodes
     older = made.sr(srs.manifest(unique("older"), recipe="simple-kmod",
                                  node_selector={srs.GROUP_LABEL: group, HOSTNAME: first_node}))
+    # Created once the older one is Ready: creation times (whole seconds) then differ, and
+    # precedence does not fall back to names.
+    await srs.wait_ready(made.cluster, older, within=180)
     newer = made.sr(srs.manifest(unique("newer"), recipe="simple-kmod",
                                  node_selector={srs.GROUP_LABEL: group, HOSTNAME: second_node}))
-    await srs.wait_ready(made.cluster, older, within=180)
     await srs.wait_ready(made.cluster, newer, within=180)
+    created = {n: srs.get(made.cluster, n)["metadata"]["creationTimestamp"] for n in (older, newer)}  # type: ignore[index]
+    assert created[older] < created[newer], created
     assert _nodes_with_pods(made, newer) == {second_node}
 
     # The older one grows over the newer one's node: the newer one yields it.
