@@ -67,6 +67,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._observed_holder = ""
         self.is_leader = False
+        self.last_renewal = 0.0  # clock time of the last successful renewal
         self._log = log.bind(lease=f"{settings.namespace}/{settings.name}", identity=self.identity)
 
     @property
@@ -84,19 +85,19 @@ class LeaderElector:
 
     async def hold(self) -> None:
         """Renew until leadership is lost; then raise ``LeaderLost``. Never returns."""
-        last_renewal = self._clock.now()
+        self.last_renewal = self._clock.now()
         while True:
             await asyncio.sleep(self.settings.retry_period)
-            remaining = self.settings.renew_deadline - (self._clock.now() - last_renewal)
+            remaining = self.settings.renew_deadline - (self._clock.now() - self.last_renewal)
             renewed = False
             if remaining > 0:
                 renewed = await self._attempt(budget=remaining)
             if renewed:
-                last_renewal = self._clock.now()
+                self.last_renewal = self._clock.now()
                 continue
             if self._observed_holder not in ("", self.identity):
                 self._lost(f"the lease is held by {self._observed_holder}")
-            if self._clock.now() - last_renewal >= self.settings.renew_deadline:
+            if self._clock.now() - self.last_renewal >= self.settings.renew_deadline:
                 self._lost(f"could not renew for {self.settings.renew_deadline:.0f} s")
 
     async def release(self) -> None:

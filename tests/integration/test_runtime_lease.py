@@ -9,6 +9,7 @@ sees another holder raises ``LeaderLost``.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -82,3 +83,18 @@ async def test_a_released_lease_is_taken_at_once_and_a_leader_seeing_another_hol
         with pytest.raises(lease.LeaderLost):
             await asyncio.wait_for(a.hold(), 30)
         assert not a.is_leader
+
+
+async def test_a_leader_that_cannot_renew_past_the_deadline_gives_up(cluster: Any, namespace: str) -> None:
+    s = settings.LeaseSettings(
+        namespace=namespace, name="doomed", identity="a", lease_duration=6, renew_deadline=3, retry_period=0.3
+    )
+    async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+        a = lease.LeaderElector(api=api, settings=s)
+        await asyncio.wait_for(a.acquire(), 30)
+        # The Lease's namespace goes away: every renewal now fails (Forbidden, then NotFound).
+        cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+        with pytest.raises(lease.LeaderLost, match="could not renew"):
+            await asyncio.wait_for(a.hold(), 120)
+        assert not a.is_leader
+        print(f"\ngave up {time.monotonic() - a.last_renewal:.1f} s after the last renewal (deadline 3 s)")
