@@ -19,6 +19,10 @@ kind first needed at runtime with ``await m.ensure_watch(api_version, kind)`` (o
 ``ensure_watched``). ``m.writer`` satisfies ``sro.reconcile.engine_ports.Writer`` and
 the manager itself ``engine_ports.Kinds``.
 
+Logging is set up by the caller, once per process: ``sro.observe.logs.configure(format=...)``;
+every line logged during a reconcile then carries its key. Settings are
+``sro.settings.Settings`` (frozen; each default explained where it is declared).
+
 Order of ``run``: connect; serve /healthz, /readyz, /metrics; start every reflector
 and wait until all have listed; then, with leader election on, stand by (caches stay
 warm, events keep filling the queue) until the Lease is ours; then start the workers.
