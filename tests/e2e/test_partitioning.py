@@ -75,7 +75,8 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
     made: Made, namespace: str
 ) -> None:
     group, nodes = made.group("part", [{"count": 3, **GPU}, {"count": 1, **CPU}])
-    gpu_nodes, cpu_node = nodes[:3], nodes[3]
+    gpu_nodes = sorted(n for n in nodes if n.startswith(f"{group}-0-"))
+    (cpu_node,) = (n for n in nodes if n.startswith(f"{group}-1-"))
     # Before sro: one GPU node already carries sro's very taint (an administrator put it
     # there), another carries a taint of the administrator's own.
     preset, foreign, plain = gpu_nodes
