@@ -352,7 +352,7 @@ async def serve(run: layout.RunDir) -> None:
         synced = [asyncio.Event() for _ in range(3)]
         ns, cm = MISSING_IMAGES
         watches: list[Awaitable[None]] = [
-            informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0]),
+            informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0], reset=sim.nodes.clear),
             informer(
                 client,
                 f"/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{cm}",
