@@ -9,6 +9,10 @@ created at zero up front, so a rate over them exists before the first event.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
@@ -49,6 +53,21 @@ class Metrics:
         self.cache_objects = Gauge("sro_cache_objects", "Objects held per cache", ["resource"], registry=r)
         self.leader = Gauge("sro_leader", "1 while this process holds the lease", registry=r)
         self.active_workers = Gauge("sro_active_workers", "Reconciles running now", registry=r)
+        self.sr_condition = Gauge(
+            "sro_specialresource_condition",
+            "1 while the SpecialResource's condition of this type is True with this reason, else 0",
+            ["name", "type", "reason"],
+            registry=r,
+        )
+        self.sr_nodes = Gauge(
+            "sro_specialresource_nodes",
+            "Nodes a SpecialResource selects, and on how many every state is complete",
+            ["name", "kind"],
+            registry=r,
+        )
+        # Series published per SpecialResource, so a changed reason or a deleted
+        # SpecialResource leaves no stale series behind.
+        self._sr_series: dict[str, set[tuple[str, str]]] = {}
         for result in RESULTS:
             self.reconcile_total.labels(result=result)
 
@@ -103,6 +122,32 @@ class Metrics:
 
     def workers_active(self, delta: int) -> None:
         self.active_workers.inc(delta)
+
+    # -- SpecialResource status, published after each status write ----------------
+
+    def specialresource_status(self, *, name: str, status: Mapping[str, Any]) -> None:
+        """Publish a SpecialResource's conditions and node counts from its status body."""
+        conditions: Sequence[Mapping[str, Any]] = status.get("conditions") or ()
+        series = {(str(c.get("type", "")), str(c.get("reason", ""))) for c in conditions}
+        for stale in self._sr_series.get(name, set()) - series:
+            self.sr_condition.remove(name, *stale)
+        for c in conditions:
+            value = 1.0 if c.get("status") == "True" else 0.0
+            self.sr_condition.labels(
+                name=name, type=str(c.get("type", "")), reason=str(c.get("reason", ""))
+            ).set(value)
+        self._sr_series[name] = series
+        nodes: Mapping[str, Any] = status.get("nodes") or {}
+        for kind in ("selected", "complete"):
+            self.sr_nodes.labels(name=name, kind=kind).set(float(nodes.get(kind, 0) or 0))
+
+    def specialresource_forgotten(self, *, name: str) -> None:
+        """Drop every series of a SpecialResource that no longer exists."""
+        for stale in self._sr_series.pop(name, set()):
+            self.sr_condition.remove(name, *stale)
+        for kind in ("selected", "complete"):
+            with contextlib.suppress(KeyError):
+                self.sr_nodes.remove(name, kind)
 
     # -- reading ----------------------------------------------------------------
 

@@ -56,3 +56,34 @@ def test_every_line_of_a_reconcile_carries_its_key(capsys: pytest.CaptureFixture
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert lines[0]["key"] == "gpu" and lines[0]["sr"] == "gpu" and lines[0]["event"] == "inside"
     assert "key" not in lines[1]
+
+
+def test_specialresource_conditions_follow_status_and_leave_no_stale_series() -> None:
+    m = metrics.Metrics()
+    degraded = {
+        "conditions": [
+            {"type": "Ready", "status": "False", "reason": "StateFailed"},
+            {"type": "Degraded", "status": "True", "reason": "StateFailed"},
+        ],
+        "nodes": {"selected": 5, "complete": 3},
+    }
+    m.specialresource_status(name="gpu", status=degraded)
+    cond = "sro_specialresource_condition"
+    assert m.value(cond, {"name": "gpu", "type": "Degraded", "reason": "StateFailed"}) == 1
+    assert m.value(cond, {"name": "gpu", "type": "Ready", "reason": "StateFailed"}) == 0
+    assert m.value("sro_specialresource_nodes", {"name": "gpu", "kind": "complete"}) == 3
+
+    healthy = {
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "AllStatesComplete"},
+            {"type": "Degraded", "status": "False", "reason": "AsExpected"},
+        ],
+        "nodes": {"selected": 5, "complete": 5},
+    }
+    m.specialresource_status(name="gpu", status=healthy)
+    text = m.exposition().decode()
+    assert 'reason="StateFailed"' not in text
+    assert m.value(cond, {"name": "gpu", "type": "Ready", "reason": "AllStatesComplete"}) == 1
+
+    m.specialresource_forgotten(name="gpu")
+    assert 'name="gpu"' not in m.exposition().decode()
