@@ -51,8 +51,9 @@ from sro.status import writer as writer_
 log = structlog.get_logger(__name__)
 
 RECIPE_RECHECK = 30.0
-"""Seconds before a SpecialResource whose recipe failed looks again: drop-in directories
-are not watched, so a fixed recipe is noticed within this time without a restart."""
+"""Seconds before a SpecialResource whose recipe failed, or comes from a drop-in directory,
+looks again: directories are not watched, so an added, fixed or edited recipe is noticed
+within this time without a restart (reading the cache and the files writes nothing)."""
 NAMESPACE_POLL = 2.0
 """Seconds between looks at an operand namespace that is still terminating."""
 TRANSIENT_BOUND = 180.0
@@ -234,8 +235,8 @@ class Engine:
         events = engine_status.events_for(previous, status, planned)
         await self._write(sr.name, body, previous, status, events=events)
         delays = [d for d in (planned.requeue_after, retry_in, 0.5 if fetched else None) if d is not None]
-        if any(f.permanent for f in failures):
-            delays.append(RECIPE_RECHECK)
+        if any(f.permanent for f in failures) or recipe.source is recipe_.Source.DIRECTORY:
+            delays.append(RECIPE_RECHECK)  # drop-in directories are not watched: look again
         return min(delays) if delays else None
 
     # -- steps ----------------------------------------------------------------------
