@@ -104,15 +104,18 @@ class Engine:
         self._clock = clock
         self._status = writer_.StatusWriter(writer)
         self._memory: dict[str, _Memory] = {}
+        # name -> (the status the cache showed when this engine last wrote, what it wrote)
+        self._written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
     async def reconcile(self, key: str) -> float | None:
         body = self._reader.special_resource(key)
         if body is None:
             self._memory.pop(key, None)
+            self._written.pop(key, None)
             self._wake_peers(key, reason="deleted")
             return None
         now = self._clock()
-        previous: Mapping[str, Any] = body.get("status") or {}
+        previous = self._previous_status(key, body)
         try:
             sr = sr_model.parse(body)
         except errors.RecipeError as exc:
@@ -392,6 +395,18 @@ class Engine:
             sr=sr, previous=previous, reader=self._reader, writer=self._writer, status=self._status
         )
 
+    def _previous_status(self, name: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The status this SpecialResource has now: the cache's, unless the cache still shows
+        what was there before this engine's last write (a reconcile can run before the watch
+        brings that write back), in which case the status written. Without this, a burst of
+        reconciles right after a transition would write the status and post its Events twice.
+        """
+        cached: Mapping[str, Any] = body.get("status") or {}
+        memo = self._written.get(name)
+        if memo is not None and writer_.unchanged(cached, memo[0]) and not writer_.unchanged(cached, memo[1]):
+            return memo[1]
+        return cached
+
     async def _write(
         self,
         name: str,
@@ -403,6 +418,8 @@ class Engine:
     ) -> None:
         """Status first (only if changed), then the Events that status records."""
         written = await self._status.write_status(name=name, current=previous, status=status)
+        if written:
+            self._written[name] = (dict(body.get("status") or {}), dict(status))
         if written and events:
             uid = str((body.get("metadata") or {}).get("uid", ""))
             await self._status.emit(sr_name=name, sr_uid=uid, events=events)
