@@ -28,13 +28,13 @@ from typing import Any
 import structlog
 
 from sro import errors
-from sro.cache import projections
 from sro.hooks import pipeline
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.reconcile import (
     engine_inputs,
     engine_logs,
+    engine_namespace,
     engine_ports,
     engine_recipes,
     engine_status,
@@ -75,10 +75,6 @@ class _Memory:
 class EngineSettings:
     operator: values.OperatorInfo = field(default_factory=values.OperatorInfo)
     proxy: values.ProxySettings = field(default_factory=values.ProxySettings)
-
-
-def _namespace_ref(sr: sr_model.SpecialResource) -> desired.ObjectRef:
-    return desired.ObjectRef(api_version="v1", kind="Namespace", namespace="", name=sr.spec.namespace)
 
 
 class Engine:
@@ -155,7 +151,7 @@ class Engine:
                 previous, previous, reason=reason, message=message, generation=sr.generation, now=now
             )
 
-        owner = await self._namespace_owner(sr)
+        owner = await engine_namespace.owner(self._reader, self._writer, sr)
         if owner is not None and owner != sr.name:
             message = (
                 f"namespace {sr.spec.namespace} exists and was not created for this SpecialResource; "
@@ -190,7 +186,7 @@ class Engine:
             await self._write(sr.name, body, previous, fail(exc.reason, str(exc)), events=())
             return RECIPE_RECHECK
 
-        report = await self._create_namespace(sr) if owner is None else ()
+        report = await engine_namespace.create(self._writer, sr) if owner is None else ()
         for api_version, kind in sorted({(o.ref.api_version, o.ref.kind) for o in wanted.objects}):
             await self._kinds.ensure_watched(api_version, kind)
 
@@ -308,35 +304,6 @@ class Engine:
             return False
         return bool(await refresh())
 
-    async def _namespace_owner(self, sr: sr_model.SpecialResource) -> str | None:
-        """Who created the operand namespace: its owner label ("" if none), or None if absent.
-
-        The cache holds only namespaces sro made (watched by owner label), so a miss is
-        asked of the API server: a namespace someone else made must be seen, never adopted.
-        """
-        cached = self._reader.namespace(sr.spec.namespace)
-        if cached is not None:
-            return cached.owner
-        try:
-            found = await self._writer.request("GET", f"/api/v1/namespaces/{sr.spec.namespace}")
-        except errors.NotFound:
-            return None
-        labels = (found.get("metadata") or {}).get("labels") or {}
-        return str(labels.get(projections.OWNER_LABEL, ""))
-
-    async def _create_namespace(self, sr: sr_model.SpecialResource) -> tuple[engine_writes.Failure, ...]:
-        """Create the operand namespace, owned and labelled. A create, not an apply: if someone
-        made it meanwhile, the answer is 409 and the next pass reports NamespaceInUse."""
-        body = engine_writes.owned_body(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sr.spec.namespace}}, sr
-        )
-        try:
-            await self._writer.request("POST", "/api/v1/namespaces", body=body)
-            log.info("namespace created", sr=sr.name, namespace=sr.spec.namespace)
-        except errors.SroError as exc:
-            return (engine_writes.Failure(state="namespace", ref=desired.ObjectRef.of(body), error=exc),)
-        return ()
-
     def _observe(
         self,
         sr: sr_model.SpecialResource,
@@ -350,7 +317,7 @@ class Engine:
         selected = frozenset(wanted.nodes)
         # The operand namespace is sro's but not the recipe's: the planner must not see it
         # as an object no longer desired (teardown sees it and deletes it last).
-        owned = [v for v in self._reader.owned(sr.name) if v.ref != _namespace_ref(sr)]
+        owned = [v for v in self._reader.owned(sr.name) if v.ref != engine_namespace.ref(sr)]
         namespace_pods = self._reader.pods(sr.spec.namespace)
         objects = {
             **engine_inputs.live_objects(owned),

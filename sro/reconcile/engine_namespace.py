@@ -1,0 +1,58 @@
+"""The operand namespace: created by sro for one SpecialResource, never adopted.
+
+Namespaced objects of a recipe go to the SpecialResource's operand namespace. sro creates
+it (labelled ``sro.dev/owner`` with an owner reference, so teardown and the garbage
+collector remove it); a namespace that exists and was not created for this SpecialResource
+is reported (``NamespaceInUse``) and nothing is written into it.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from sro import errors
+from sro.cache import projections
+from sro.model import desired
+from sro.model import specialresource as sr_model
+from sro.reconcile import engine_ports, engine_writes
+
+log = structlog.get_logger(__name__)
+
+
+def ref(sr: sr_model.SpecialResource) -> desired.ObjectRef:
+    return desired.ObjectRef(api_version="v1", kind="Namespace", namespace="", name=sr.spec.namespace)
+
+
+async def owner(
+    reader: engine_ports.Reader, writer: engine_ports.Writer, sr: sr_model.SpecialResource
+) -> str | None:
+    """Who the operand namespace was created for: its owner label ("" if none), None if absent.
+
+    The cache holds only namespaces sro made (watched by owner label), so a miss is asked
+    of the API server: a namespace someone else made must be seen, never adopted.
+    """
+    cached = reader.namespace(sr.spec.namespace)
+    if cached is not None:
+        return cached.owner
+    try:
+        found = await writer.request("GET", f"/api/v1/namespaces/{sr.spec.namespace}")
+    except errors.NotFound:
+        return None
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(projections.OWNER_LABEL, ""))
+
+
+async def create(
+    writer: engine_ports.Writer, sr: sr_model.SpecialResource
+) -> tuple[engine_writes.Failure, ...]:
+    """Create the operand namespace, owned and labelled. A create, not an apply: if someone
+    made it meanwhile, the answer is 409 and the next pass reports NamespaceInUse."""
+    body = engine_writes.owned_body(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sr.spec.namespace}}, sr
+    )
+    try:
+        await writer.request("POST", "/api/v1/namespaces", body=body)
+        log.info("namespace created", sr=sr.name, namespace=sr.spec.namespace)
+    except errors.SroError as exc:
+        return (engine_writes.Failure(state="namespace", ref=desired.ObjectRef.of(body), error=exc),)
+    return ()
