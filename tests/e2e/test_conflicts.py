@@ -51,12 +51,12 @@ async def test_the_later_special_resource_yields_every_overlapping_node_and_keep
     ])
     pool = [sorted(n for n in nodes if n.startswith(f"{group}-{i}-")) for i in range(3)]
     (only_a,), shared, (only_b,) = pool
-    older = made.sr(srs.manifest(unique("older"), recipe="simple-kmod",
+    older = made.sr(srs.manifest(unique("a-older"), recipe="simple-kmod",
                                  node_selector={srs.GROUP_LABEL: group, f"{SIDE}-a": "yes"}))
     await srs.wait_ready(made.cluster, older, within=180)
     before = {node: _pod_uids_on(made, older, node) for node in shared}
 
-    newer = made.sr(srs.manifest(unique("newer"), recipe="simple-kmod",
+    newer = made.sr(srs.manifest(unique("b-newer"), recipe="simple-kmod",
                                  node_selector={srs.GROUP_LABEL: group, f"{SIDE}-b": "yes"}))
     cond = await srs.wait_degraded(made.cluster, newer, "ConflictingNodeSelector", within=90)
     assert older in cond["message"], cond["message"]
@@ -83,16 +83,17 @@ async def test_an_older_special_resource_edited_over_a_newer_ones_node_takes_it_
 ) -> None:
     group, nodes = made.group("edit", [{"count": 2, **RHEL}])
     first_node, second_node = nodes
-    older = made.sr(srs.manifest(unique("older"), recipe="simple-kmod",
+    older = made.sr(srs.manifest(unique("a-older"), recipe="simple-kmod",
                                  node_selector={srs.GROUP_LABEL: group, HOSTNAME: first_node}))
     # Created once the older one is Ready: creation times (whole seconds) then differ, and
     # precedence does not fall back to names.
     await srs.wait_ready(made.cluster, older, within=180)
-    newer = made.sr(srs.manifest(unique("newer"), recipe="simple-kmod",
+    newer = made.sr(srs.manifest(unique("b-newer"), recipe="simple-kmod",
                                  node_selector={srs.GROUP_LABEL: group, HOSTNAME: second_node}))
     await srs.wait_ready(made.cluster, newer, within=180)
     created = {n: srs.get(made.cluster, n)["metadata"]["creationTimestamp"] for n in (older, newer)}  # type: ignore[index]
-    assert created[older] < created[newer], created
+    # Timestamps have whole seconds; on a tie the name decides, and the names sort the same way.
+    assert (created[older], older) < (created[newer], newer), created
     assert _nodes_with_pods(made, newer) == {second_node}
 
     # The older one grows over the newer one's node: the newer one yields it.
