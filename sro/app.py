@@ -6,15 +6,12 @@ manager's caches, writer and discovery to the engine's ports (``engine_ports``),
 the engine's answer into the controller's ``Result``. Everything else is the manager's:
 connection, caches, leader election, workers, health and metrics, signals.
 
-Settings come from ``sro.cli`` (flags with environment fallbacks). Sections the runtime
-settings do not carry (operator namespace, recipe directories, proxy) are read from the
-settings object when present and from the same environment variables otherwise, so
-``sro run`` works whichever way it was started.
+Settings come from ``sro.cli`` (flags with environment fallbacks) as one frozen
+``sro.settings.Settings``; nothing here reads the environment.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -62,11 +59,6 @@ DISCOVERY_MIN_INTERVAL = 10.0
 """Seconds between full rediscoveries asked for by renders that found an unserved kind."""
 
 
-def _setting(settings: Any, name: str, env: str, default: str) -> Any:
-    value = getattr(settings, name, None)
-    return value if value is not None else os.environ.get(env, default)
-
-
 def recipe_library(recipe_dirs: Sequence[Path]) -> sources.Library:
     """Drop-in directories first, then the built-in recipes (package ``assets/`` or the image's)."""
     builtin = sources.builtin_directory()
@@ -75,18 +67,13 @@ def recipe_library(recipe_dirs: Sequence[Path]) -> sources.Library:
     return sources.Library(sources.SearchPath(directories=tuple(recipe_dirs), builtin=builtin))
 
 
-def engine_settings(settings: Any) -> tuple[specialresource.EngineSettings, tuple[Path, ...]]:
-    namespace = str(_setting(settings, "namespace", "SRO_NAMESPACE", "sro-system"))
-    dirs = _setting(settings, "recipe_dirs", "SRO_RECIPE_DIRS", "")
-    recipe_dirs = tuple(Path(p) for p in dirs.split(":") if p) if isinstance(dirs, str) else tuple(dirs)
-    proxy = getattr(settings, "proxy", None) or values.ProxySettings(
-        http=os.environ.get("SRO_HTTP_PROXY", ""),
-        https=os.environ.get("SRO_HTTPS_PROXY", ""),
-        no_proxy=os.environ.get("SRO_NO_PROXY", ""),
-    )
-    operator = values.OperatorInfo(
-        namespace=namespace, image=os.environ.get("SRO_IMAGE", ""), version=sro.__version__
-    )
+def engine_settings(
+    settings: settings_.Settings,
+) -> tuple[specialresource.EngineSettings, tuple[Path, ...]]:
+    op = settings.operator
+    proxy = values.ProxySettings(http=op.http_proxy, https=op.https_proxy, no_proxy=op.no_proxy)
+    operator = values.OperatorInfo(namespace=op.namespace, image=op.image, version=sro.__version__)
+    recipe_dirs = tuple(Path(p) for p in op.recipe_dirs)
     return specialresource.EngineSettings(operator=operator, proxy=proxy), recipe_dirs
 
 
@@ -169,10 +156,15 @@ class _Manager(manager.Manager):
     RECIPES_ROLE = "recipes"
 
     def watch_recipes(self, namespace: str) -> None:
-        self._add(manager.WatchSpec(
-            api_version="v1", kind="ConfigMap", namespace=namespace,
-            label_selector=sources.RECIPE_LABEL, role=self.RECIPES_ROLE,
-        ))
+        self._add(
+            manager.WatchSpec(
+                api_version="v1",
+                kind="ConfigMap",
+                namespace=namespace,
+                label_selector=sources.RECIPE_LABEL,
+                role=self.RECIPES_ROLE,
+            )
+        )
 
     def recipe_configmaps(self, namespace: str) -> Sequence[projections.ObjectView]:
         return self.store("v1", "ConfigMap", namespace=namespace).values()
@@ -257,8 +249,12 @@ def build(settings: settings_.Settings) -> manager.Manager:
         if engine is None:
             await kinds.prepare()
             engine = specialresource.Engine(
-                reader=_Reader(m), writer=m.writer, kinds=kinds, library=library,
-                settings=engine_config, enqueue=m.queue.add,
+                reader=_Reader(m),
+                writer=m.writer,
+                kinds=kinds,
+                library=library,
+                settings=engine_config,
+                enqueue=m.queue.add,
             )
         with logs.bind_reconcile(key, sr=key):
             seconds = await engine.reconcile(key)

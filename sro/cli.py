@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import sro
 from sro import errors
+from sro import settings as settings_
 from sro.hooks import offline, pipeline
 from sro.model import desired, inventory, views
 from sro.model import specialresource as srmodel
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-addr",
         "SRO_METRICS_ADDR",
         DEFAULT_ADDR,
-        "host:port serving /metrics (one server with --health-addr when the runtime has one)",
+        "host:port serving /metrics (the same server as --health-addr; set one of the two)",
     )
     _flag(run, "--health-addr", "SRO_HEALTH_ADDR", DEFAULT_ADDR, "host:port serving /healthz and /readyz")
     _flag(
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format", choices=["json", "console", "auto"])
     _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=int)
+    _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
     _proxy_flags(run)
     return parser
 
@@ -297,9 +299,7 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print("sro run: the operator runtime (sro.app) is not part of this build", file=sys.stderr)
         return 1
-    settings = run_settings(args)
-    os.environ.update(runtime_environment(args, settings))
-    result = app.run(settings)
+    result = app.run(run_settings(args))
     if inspect.isawaitable(result):
         result = asyncio.run(_await(result))
     return int(result or 0)
@@ -314,54 +314,34 @@ def _address(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def run_settings(args: argparse.Namespace) -> Any:
-    """``sro.settings.Settings`` from the run flags (sections the build lacks are left out)."""
-    settings_mod = importlib.import_module("sro.settings")
-    settings = settings_mod.Settings()
-    names = {f.name for f in dataclasses.fields(settings)}
-    # Without a separate metrics address in the runtime settings, one server answers
-    # /metrics, /healthz and /readyz: --health-addr decides, or --metrics-addr if only it changed.
+def run_settings(args: argparse.Namespace) -> settings_.Settings:
+    """``sro.settings.Settings`` from the run flags (each already has its environment fallback)."""
+    base = settings_.Settings()
+    # One server answers /metrics, /healthz and /readyz: --health-addr decides, or
+    # --metrics-addr when only it was changed.
     served = args.health_addr
-    if (
-        "metrics_address" not in names
-        and args.health_addr == DEFAULT_ADDR
-        and args.metrics_addr != DEFAULT_ADDR
-    ):
+    if args.health_addr == DEFAULT_ADDR and args.metrics_addr != DEFAULT_ADDR:
         served = args.metrics_addr
     host, port = _address(served)
-    changes: dict[str, Any] = {
-        "server": dataclasses.replace(settings.server, address=host, port=port),
-        "log": dataclasses.replace(settings.log, format=args.log_format),
-        "controller": dataclasses.replace(settings.controller, workers=args.workers),
-        "lease": dataclasses.replace(
-            settings.lease,
+    return dataclasses.replace(
+        base,
+        server=dataclasses.replace(base.server, address=host, port=port),
+        log=dataclasses.replace(base.log, format=args.log_format),
+        controller=dataclasses.replace(base.controller, workers=args.workers),
+        lease=dataclasses.replace(
+            base.lease,
             enabled=args.leader_elect == "true",
             namespace=args.leader_elect_namespace or args.namespace,
         ),
-    }
-    extra = {
-        "namespace": args.namespace,
-        "recipe_dirs": tuple(Path(p) for p in args.recipes.split(":") if p),
-        "metrics_address": _address(args.metrics_addr),
-        "proxy": values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy),
-    }
-    changes.update({k: v for k, v in extra.items() if k in names})
-    return dataclasses.replace(settings, **changes)
-
-
-def runtime_environment(args: argparse.Namespace, settings: Any) -> dict[str, str]:
-    """Environment for what the runtime's settings lack (it reads those from the environment)."""
-    names = {f.name for f in dataclasses.fields(settings)}
-    env: dict[str, str] = {}
-    if "namespace" not in names:
-        env["SRO_NAMESPACE"] = args.namespace
-    if "recipe_dirs" not in names:
-        env["SRO_RECIPE_DIRS"] = args.recipes
-    if "proxy" not in names:
-        env.update(
-            SRO_HTTP_PROXY=args.http_proxy, SRO_HTTPS_PROXY=args.https_proxy, SRO_NO_PROXY=args.no_proxy
-        )
-    return env
+        operator=settings_.OperatorSettings(
+            namespace=args.namespace,
+            recipe_dirs=tuple(p for p in args.recipes.split(":") if p),
+            image=args.image,
+            http_proxy=args.http_proxy,
+            https_proxy=args.https_proxy,
+            no_proxy=args.no_proxy,
+        ),
+    )
 
 
 if __name__ == "__main__":

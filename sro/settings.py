@@ -93,6 +93,20 @@ class LogSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OperatorSettings:
+    namespace: str = "sro-system"
+    """The operator's own namespace: its Lease, its recipe ConfigMaps, the ``operator.namespace`` value."""
+    recipe_dirs: tuple[str, ...] = ()
+    """Drop-in recipe directories, searched before the built-in recipes."""
+    image: str = ""
+    """The operator's own image, offered to recipes as ``operator.image``."""
+    http_proxy: str = ""
+    """Cluster proxy settings injected into containers of objects annotated ``proxy``."""
+    https_proxy: str = ""
+    no_proxy: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     api: ApiSettings = field(default_factory=ApiSettings)
     watch: WatchSettings = field(default_factory=WatchSettings)
@@ -101,3 +115,4 @@ class Settings:
     lease: LeaseSettings = field(default_factory=LeaseSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     log: LogSettings = field(default_factory=LogSettings)
+    operator: OperatorSettings = field(default_factory=OperatorSettings)

@@ -8,6 +8,7 @@ and environment.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,17 @@ def test_a_metrics_address_alone_moves_the_single_server() -> None:
     args = cli.build_parser().parse_args(["run", "--metrics-addr", "0.0.0.0:9100"])
     settings = cli.run_settings(args)
     assert (settings.server.address, settings.server.port) == ("0.0.0.0", 9100)
+
+
+def test_operator_flags_reach_the_settings_without_touching_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SRO_IMAGE", "registry.example/sro:1")
+    args = cli.build_parser().parse_args(
+        ["run", "--namespace", "ops", "--recipes", "/a:/b", "--https-proxy", "http://proxy:3128"]
+    )
+    before = dict(os.environ)
+    op = cli.run_settings(args).operator
+    assert (op.namespace, op.recipe_dirs, op.image) == ("ops", ("/a", "/b"), "registry.example/sro:1")
+    assert (op.http_proxy, op.https_proxy) == ("", "http://proxy:3128")
+    assert dict(os.environ) == before
