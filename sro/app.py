@@ -226,6 +226,19 @@ class _NodeKeys:
         return keys
 
 
+def _publish_status(m: manager.Manager, name: str) -> None:
+    """Mirror a SpecialResource's cached status into its gauges (alerts read them).
+
+    Our own status write comes back through the watch and wakes this key again, so the
+    gauges follow every status the API server holds.
+    """
+    view = m.store(*PRIMARY).find(name)
+    if view is None:
+        m.metrics.specialresource_forgotten(name=name)
+    else:
+        m.metrics.specialresource_status(name=name, status=view.body.get("status") or {})
+
+
 def build(settings: settings_.Settings) -> manager.Manager:
     """A manager with the engine registered, ready to ``run``."""
     m = _Manager(settings)
@@ -258,6 +271,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
             )
         with logs.bind_reconcile(key, sr=key):
             seconds = await engine.reconcile(key)
+        _publish_status(m, key)
         return result.DONE if seconds is None else result.requeue_after(seconds)
 
     m.reconcile_with(reconcile)

@@ -174,11 +174,6 @@ class InClusterOperator:
         ]
 
 
-# Requested from the runtime (docs/operations.md, "Metrics"); the SpecialResource alerts
-# and the dashboard's conditions table wait for it.
-PENDING_METRICS = {"sro_specialresource_condition"}
-
-
 def _assert_monitoring_reads_exported_metrics(incluster: InClusterOperator) -> None:
     """Every sro_* series the alerts and the dashboard query is one the operator exports."""
     monitoring = REPO / "manifests" / "monitoring"
@@ -190,7 +185,7 @@ def _assert_monitoring_reads_exported_metrics(incluster: InClusterOperator) -> N
         exported = set(re.findall(r"^(sro_[a-z_]+)", resp.read().decode(), flags=re.MULTILINE))
     exported |= {re.sub(r"_(bucket|sum|count|created)$", "", name) for name in exported}
     missing = wanted - exported
-    assert missing <= PENDING_METRICS, f"queried but not exported: {sorted(missing - PENDING_METRICS)}"
+    assert not missing, f"queried but not exported: {sorted(missing)}"
 
 
 @pytest.fixture
