@@ -2,11 +2,12 @@
 
 Each object gets ``sro.dev/owner: <sr>`` and ``sro.dev/state: <state>``: the operator
 finds (and, on removal, deletes) what it made by these labels, including cluster-scoped
-objects and objects whose owner reference was lost. Namespaced objects go to the
-operand namespace; one that names another namespace is refused, and one whose scope is
-unknown is refused too (an optional one of an unserved kind never gets here). The
-owner reference needs the SpecialResource's uid, known only to the engine:
-``add_owner_reference`` is for it.
+objects and objects whose owner reference was lost. Pod templates get them too: the
+operator watches only Pods carrying the owner label, and reads readiness per node from
+them. Namespaced objects go to the operand namespace; one that names another namespace
+is refused, and one whose scope is unknown is refused too (an optional one of an
+unserved kind never gets here). The owner reference needs the SpecialResource's uid,
+known only to the engine: ``add_owner_reference`` is for it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sro import errors
 from sro.hooks import base, optional
 from sro.model import desired
 from sro.model import specialresource as srmodel
+from sro.render import kinds
 
 OWNER_LABEL = "sro.dev/owner"
 STATE_LABEL = "sro.dev/state"
@@ -63,11 +65,18 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
                 )
             )
             continue
-        labels = base.sub(meta, "labels")
-        labels[OWNER_LABEL] = ctx.sr.name
-        labels[STATE_LABEL] = obj.state
+        _label(meta, sr=ctx.sr.name, state=obj.state)
+        template = base.sub(base.sub(body, "spec"), "template") if obj.kind in kinds.POD_TEMPLATES else None
+        if template is not None:
+            _label(base.sub(template, "metadata"), sr=ctx.sr.name, state=obj.state)
         out.append(new)
     return out
+
+
+def _label(meta: dict[str, Any], *, sr: str, state: str) -> None:
+    labels = base.sub(meta, "labels")
+    labels[OWNER_LABEL] = sr
+    labels[STATE_LABEL] = state
 
 
 def _namespace_after_name(meta: dict[str, Any]) -> None:

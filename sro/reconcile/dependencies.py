@@ -119,4 +119,3 @@ def _reachable(start: str, edges: Callable[[str], Iterable[str]]) -> set[str]:
         seen.add(node)
         stack.extend(edges(node))
     return seen
-

@@ -136,7 +136,8 @@ def live_objects(owned: Iterable[projections.ObjectView]) -> Mapping[desired.Obj
 def owned_pods(pods: Iterable[views.PodView], *, sr_name: str) -> tuple[views.PodView, ...]:
     """Bare pods this SpecialResource made (per-node pods): owner label, no controller."""
     return tuple(
-        p for p in pods
+        p
+        for p in pods
         if p.labels.get(projections.OWNER_LABEL) == sr_name and p.owner_kind not in observed_.POD_CONTROLLERS
     )
 

@@ -75,9 +75,6 @@ def is_permanent(error: BaseException) -> bool:
     return not isinstance(error, errors.TransportError)
 
 
-_POD_TEMPLATES = frozenset({"DaemonSet", "Deployment", "StatefulSet", "Job", "ReplicaSet"})
-
-
 def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
     labels = dict(meta.get("labels") or {})
     labels[projections.OWNER_LABEL] = sr_name
@@ -87,8 +84,8 @@ def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
 def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[str, Any]:
     """``body`` with the owner label and an owner reference to ``sr`` (kept if already there).
 
-    Workload pod templates get the owner label too: the pod cache is filled by that label,
-    and a DaemonSet's pods are how readiness is read per node.
+    Rendering already labels recipe objects and their pod templates (``hooks.ownership``);
+    the label is set here too for the objects the engine makes itself.
     """
     meta = _labelled(body.get("metadata") or {}, sr.name)
     refs = [
@@ -97,14 +94,7 @@ def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[st
         if r.get("uid") != sr.uid and not (r.get("kind") == sr_model.KIND and r.get("name") == sr.name)
     ]
     meta["ownerReferences"] = [*refs, sr.owner_reference()]
-    out = {**body, "metadata": meta}
-    spec = body.get("spec")
-    if str(body.get("kind", "")) in _POD_TEMPLATES and isinstance(spec, Mapping):
-        template = spec.get("template")
-        if isinstance(template, Mapping):
-            template = {**template, "metadata": _labelled(template.get("metadata") or {}, sr.name)}
-            out["spec"] = {**spec, "template": template}
-    return out
+    return {**body, "metadata": meta}
 
 
 def after_closure(blocked: set[str] | frozenset[str], states: Sequence[desired.StateSpec]) -> set[str]:
@@ -158,9 +148,7 @@ async def apply_objects(
             # apply, in order, decides.
             log.debug("dry-run skipped", sr=sr.name, ref=str(obj.ref), error=str(exc))
         except errors.SroError as exc:
-            failures.append(
-                Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source)
-            )
+            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source))
             blocked.add(obj.state)
     blocked |= after_closure(blocked, states)
     applied = 0

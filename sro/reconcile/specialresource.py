@@ -199,7 +199,12 @@ class Engine:
         live_views = {v.ref: v for v in self._reader.owned(sr.name)}
         opening = engine_writes.opening_states(wanted, seen.objects, planned.apply)
         applied = await engine_writes.apply_objects(
-            self._writer, planned.apply, sr=sr, live=live_views, present=seen.objects, opening=opening,
+            self._writer,
+            planned.apply,
+            sr=sr,
+            live=live_views,
+            present=seen.objects,
+            opening=opening,
             states=wanted.states,
         )
         stale_pods = engine_writes.outdated_pods(seen.objects, seen.pods)

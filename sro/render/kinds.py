@@ -17,6 +17,8 @@ IsServed = Callable[[str, str], bool]
 
 # Workloads: kinds that run pods and are waited on by default.
 WORKLOADS = frozenset({"DaemonSet", "Deployment", "StatefulSet", "Job", "Pod"})
+POD_TEMPLATES = frozenset({"DaemonSet", "Deployment", "StatefulSet", "Job", "ReplicaSet"})
+"""Kinds whose ``spec.template`` makes Pods."""
 
 _NAMESPACED: dict[str, frozenset[str]] = {
     "v1": frozenset(
