@@ -149,41 +149,20 @@ class _Kinds:
         return self._version or ("", "", "")
 
 
-class _Manager(manager.Manager):
-    """The manager plus one watch it has no role for: recipe ConfigMaps, which wake the
-    SpecialResources that use the recipe they hold."""
+class _RecipeKeys:
+    """Recipe ConfigMap change -> the SpecialResources that use the recipe it holds."""
 
-    RECIPES_ROLE = "recipes"
+    def __init__(self, m: manager.Manager) -> None:
+        self._m = m
 
-    def watch_recipes(self, namespace: str) -> None:
-        self._add(
-            manager.WatchSpec(
-                api_version="v1",
-                kind="ConfigMap",
-                namespace=namespace,
-                label_selector=sources.RECIPE_LABEL,
-                role=self.RECIPES_ROLE,
-            )
-        )
-
-    def recipe_configmaps(self, namespace: str) -> Sequence[projections.ObjectView]:
-        return self.store("v1", "ConfigMap", namespace=namespace).values()
-
-    def _handler(self, spec: manager.WatchSpec) -> Any:
-        if spec.role != self.RECIPES_ROLE:
-            return super()._handler(spec)
-
-        def handle(change: Any) -> None:
-            names = {
-                v.labels.get(sources.RECIPE_LABEL, "") for v in (change.old, change.new) if v is not None
-            }
-            for view in self.store(*PRIMARY).values():
-                spec_ = view.body.get("spec") or {}
-                recipe = spec_.get("recipe") or view.name
-                if recipe in names:
-                    self.queue.add(view.name)
-
-        return handle
+    def __call__(self, old: Any, new: Any) -> set[str]:
+        names = {v.labels.get(sources.RECIPE_LABEL, "") for v in (old, new) if v is not None}
+        keys: set[str] = set()
+        for view in self._m.store(*PRIMARY).values():
+            spec = view.body.get("spec") or {}
+            if (spec.get("recipe") or view.name) in names:
+                keys.add(view.name)
+        return keys
 
 
 class _NodeKeys:
@@ -241,16 +220,22 @@ def _publish_status(m: manager.Manager, name: str) -> None:
 
 def build(settings: settings_.Settings) -> manager.Manager:
     """A manager with the engine registered, ready to ``run``."""
-    m = _Manager(settings)
+    m = manager.Manager(settings)
     engine_config, recipe_dirs = engine_settings(settings)
     operator_namespace = engine_config.operator.namespace
     library = engine_recipes.Catalog(
         recipe_library(recipe_dirs),
-        configmaps=lambda: m.recipe_configmaps(operator_namespace),
+        configmaps=lambda: m.store("v1", "ConfigMap", namespace=operator_namespace).values(),
         namespace=operator_namespace,
     )
     m.watch_primary(*PRIMARY)
-    m.watch_recipes(operator_namespace)
+    m.watch_mapped(
+        "v1",
+        "ConfigMap",
+        namespace=operator_namespace,
+        label_selector=sources.RECIPE_LABEL,
+        mapper=_RecipeKeys(m),
+    )
     for api_version, kind in OWNED_KINDS:
         m.watch_owned(api_version, kind)
     m.watch_nodes(_NodeKeys(m, library))

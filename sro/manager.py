@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -76,7 +76,9 @@ class WatchSpec:
     kind: str
     namespace: str = ""
     label_selector: str = ""
-    role: str = "owned"  # primary | owned | nodes
+    role: str = "owned"  # primary | owned | nodes | mapped
+    mapper: handlers.Mapper | None = field(default=None, compare=False)
+    """For ``mapped`` watches: which keys a change concerns."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -123,6 +125,27 @@ class Manager:
     def watch_nodes(self, mapper: handlers.NodeMapper) -> None:
         self._node_mapper = mapper
         self._add(WatchSpec(api_version=NODE_API[0], kind=NODE_API[1], role="nodes"))
+
+    def watch_mapped(
+        self,
+        api_version: str,
+        kind: str,
+        *,
+        mapper: handlers.Mapper,
+        namespace: str = "",
+        label_selector: str = "",
+    ) -> None:
+        """Watch any kind; each change enqueues the keys ``mapper`` returns for it."""
+        self._add(
+            WatchSpec(
+                api_version=api_version,
+                kind=kind,
+                namespace=namespace,
+                label_selector=label_selector,
+                role="mapped",
+                mapper=mapper,
+            )
+        )
 
     def reconcile_with(self, reconcile: controller_.Reconcile) -> None:
         self._reconcile = reconcile
@@ -277,6 +300,8 @@ class Manager:
     def _handler(self, spec: WatchSpec) -> handlers.Handler:
         if spec.role == "primary":
             return handlers.primary(self.queue.add)
+        if spec.role == "mapped" and spec.mapper is not None:
+            return handlers.mapped(self.queue.add, spec.mapper)
         if spec.role == "nodes":
             mapper = self._node_mapper
             if mapper is None:

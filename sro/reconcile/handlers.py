@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 Enqueue = Callable[[str], None]
 Handler = Callable[[store_.Change[Any]], None]
 NodeMapper = Callable[["views.NodeView | None", "views.NodeView | None"], set[str]]
+Mapper = Callable[[Any, Any], set[str]]
+"""(old view or None, new view or None) -> the keys the change concerns."""
 
 
 def key_of(view: Any) -> str:
@@ -63,6 +65,16 @@ def nodes(enqueue: Enqueue, mapper: NodeMapper) -> Handler:
         if old is not None and new is not None and old.relevant() == new.relevant():
             return
         for key in sorted(mapper(old, new)):
+            enqueue(key)
+
+    return handle
+
+
+def mapped(enqueue: Enqueue, mapper: Mapper) -> Handler:
+    """Any object's change -> whatever keys ``mapper`` names (e.g. recipe ConfigMaps -> users)."""
+
+    def handle(change: store_.Change[Any]) -> None:
+        for key in sorted(mapper(change.old, change.new)):
             enqueue(key)
 
     return handle

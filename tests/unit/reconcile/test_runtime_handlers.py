@@ -104,3 +104,16 @@ def test_node_creation_and_deletion_always_reach_the_mapper() -> None:
     handle(store.Change(None, Node("n")))
     handle(store.Change(Node("n"), None))
     assert keys == ["x", "x"]
+
+
+def test_a_mapped_change_enqueues_each_key_the_mapper_names_once_in_order() -> None:
+    keys: list[str] = []
+    seen: list[tuple[str | None, str | None]] = []
+
+    def mapper(old: object, new: object) -> set[str]:
+        seen.append((getattr(old, "name", None), getattr(new, "name", None)))
+        return {"b", "a"}
+
+    handlers.mapped(keys.append, mapper)(store.Change(obj("cm"), None))
+    assert keys == ["a", "b"]
+    assert seen == [("cm", None)]
