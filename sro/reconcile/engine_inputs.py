@@ -26,8 +26,7 @@ from sro.cache import projections
 from sro.errors import Location
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.reconcile import conflicts, dependencies, lifecycle
-from sro.reconcile import node_writes as node_writes_
+from sro.reconcile import conflicts, dependencies, lifecycle, node_patches
 from sro.reconcile import observed as observed_
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -94,7 +93,7 @@ def departed(
 ) -> tuple[views.NodeView, ...]:
     """Nodes outside the selection that still carry this SpecialResource's marks."""
     prefix = lifecycle.label_prefix(sr_name)
-    marks = (lifecycle.kernel_annotation(sr_name), node_writes_.taints_annotation(sr_name))
+    marks = (lifecycle.kernel_annotation(sr_name), node_patches.taints_annotation(sr_name))
     return tuple(
         n
         for n in nodes
@@ -108,7 +107,7 @@ def carrying(
 ) -> tuple[views.NodeView, ...]:
     """Every node carrying a label, annotation or taint of this SpecialResource (for teardown)."""
     prefix = lifecycle.label_prefix(sr_name)
-    marks = (lifecycle.kernel_annotation(sr_name), node_writes_.taints_annotation(sr_name))
+    marks = (lifecycle.kernel_annotation(sr_name), node_patches.taints_annotation(sr_name))
     mine = {(t.key, t.effect) for t in taints}
     return tuple(
         n

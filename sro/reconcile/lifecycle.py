@@ -13,7 +13,7 @@ Node bookkeeping for SpecialResource ``<sr>``:
   not fit a label value, and a state may be called ``kernel``.)
 * the SpecialResource's taints, put on every selected node and taken off every other:
   ``NodeChange.taints`` says which of its taints the node should carry, and
-  ``node_writes.taint_patch`` (which records what sro added, so an administrator's own
+  ``node_patches.taint_patch`` (which records what sro added, so an administrator's own
   taint is never removed) turns that into the patch.
 
 Every function here is pure; the engine executes the ``NodeChange``s and ``Deletion``s.
@@ -30,7 +30,7 @@ from typing import Any
 
 from sro import errors
 from sro.model import desired, views
-from sro.reconcile import node_writes
+from sro.reconcile import node_patches
 from sro.reconcile import observed as observed_
 from sro.reconcile import walk as walk_
 
@@ -106,7 +106,7 @@ class NodeChange:
     taints: tuple[views.Taint, ...] | None = None
 
     def patch(self) -> dict[str, Any]:
-        """The JSON merge patch for the labels and annotations (taints: ``node_writes``)."""
+        """The JSON merge patch for the labels and annotations (taints: ``node_patches``)."""
         body: dict[str, Any] = {"metadata": {}}
         if self.labels:
             body["metadata"]["labels"] = dict(self.labels)
@@ -135,7 +135,7 @@ def _diff(
 def _taints(
     node: views.NodeView, *, sr_name: str, wanted: tuple[views.Taint, ...]
 ) -> tuple[views.Taint, ...] | None:
-    patch = node_writes.taint_patch(node, sr_name=sr_name, wanted=wanted)
+    patch = node_patches.taint_patch(node, sr_name=sr_name, wanted=wanted)
     return None if patch is None else wanted
 
 

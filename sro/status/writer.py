@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from sro.kube import http
 from sro.model import specialresource as sr_model
 
 FIELD_MANAGER = "sro"
@@ -36,20 +37,6 @@ EVENTS_NAMESPACE = "default"
 _NOTE_MAX = 1024  # events.k8s.io/v1 refuses notes over 1 KiB
 
 log = structlog.get_logger(__name__)
-
-
-class Requester(Protocol):
-    """The one API call the writer needs: a raw request answering the decoded body."""
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        content_type: str | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Any: ...
 
 
 class EventLike(Protocol):
@@ -83,7 +70,7 @@ def _canonical(value: Any) -> str:
 class StatusWriter:
     """Writes status and Events for SpecialResources through one API client."""
 
-    def __init__(self, api: Requester, *, instance: str | None = None) -> None:
+    def __init__(self, api: http.Requester, *, instance: str | None = None) -> None:
         self._api = api
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
 
