@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from sro.reconcile import conflicts, dependencies, engine_writes, plan
 from sro.status import events, summary
@@ -52,19 +52,6 @@ def degraded(
     """Degraded with ``reason``: rows from ``base``, condition times from ``previous``."""
     mixed = {**base, "conditions": list(previous.get("conditions") or ())}
     return summary.status_for_error(mixed, reason=reason, message=message, generation=generation, now=now)
-
-
-def management(
-    previous: Mapping[str, Any],
-    *,
-    state: Literal["Unmanaged", "Removed"],
-    generation: int,
-    now: datetime,
-    remaining: int = 0,
-) -> dict[str, Any]:
-    return summary.status_for_management(
-        previous, state=state, generation=generation, now=now, remaining=remaining
-    )
 
 
 def _describe(failures: Sequence[engine_writes.Failure]) -> str:

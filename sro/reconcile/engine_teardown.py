@@ -22,8 +22,9 @@ import structlog
 
 from sro import errors
 from sro.model import specialresource as sr_model
-from sro.reconcile import engine_inputs, engine_ports, engine_status, engine_writes, node_writes, plan
+from sro.reconcile import engine_inputs, engine_ports, engine_writes, node_writes, plan
 from sro.reconcile import observed as observed_
+from sro.status import summary
 from sro.status import writer as writer_
 
 log = structlog.get_logger(__name__)
@@ -106,7 +107,7 @@ async def remove(ctx: Context, *, now: datetime) -> float | None:
     """``managementState: Removed``: delete everything, keep the SpecialResource, say so."""
     planned, done = await _run(ctx, now=now)
     remaining = 0 if done else max(len(planned.delete) + len(planned.node_labels), 1)
-    status = engine_status.management(
+    status = summary.status_for_management(
         ctx.previous, state="Removed", generation=ctx.sr.generation, now=now, remaining=remaining
     )
     written = await ctx.status.write_status(name=ctx.sr.name, current=ctx.previous, status=status)

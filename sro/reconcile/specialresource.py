@@ -46,6 +46,7 @@ from sro.reconcile import (
 from sro.reconcile import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
+from sro.status import summary
 from sro.status import writer as writer_
 
 log = structlog.get_logger(__name__)
@@ -128,7 +129,9 @@ class Engine:
         if sr_model.FINALIZER not in sr.finalizers:
             await engine_teardown.add_finalizer(self._writer, sr)
         if sr.spec.management_state is sr_model.ManagementState.UNMANAGED:
-            status = engine_status.management(previous, state="Unmanaged", generation=sr.generation, now=now)
+            status = summary.status_for_management(
+                previous, state="Unmanaged", generation=sr.generation, now=now
+            )
             await self._write(sr.name, body, previous, status, events=())
             return None
         if sr.spec.management_state is sr_model.ManagementState.REMOVED:
