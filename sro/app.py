@@ -20,14 +20,16 @@ from typing import Any
 import structlog
 
 import sro
-from sro import errors, manager
+from sro import errors
 from sro import settings as settings_
 from sro.cache import projections
+from sro.engine import recipes, reconciler
 from sro.model import specialresource as sr_model
 from sro.model import views
 from sro.observe import logs
-from sro.reconcile import engine_inputs, engine_recipes, result, specialresource
+from sro.plan import inputs
 from sro.render import sources, values
+from sro.runtime import manager, result
 
 log = structlog.get_logger(__name__)
 
@@ -69,12 +71,12 @@ def recipe_library(recipe_dirs: Sequence[Path]) -> sources.Library:
 
 def engine_settings(
     settings: settings_.Settings,
-) -> tuple[specialresource.EngineSettings, tuple[Path, ...]]:
+) -> tuple[reconciler.EngineSettings, tuple[Path, ...]]:
     op = settings.operator
     proxy = values.ProxySettings(http=op.http_proxy, https=op.https_proxy, no_proxy=op.no_proxy)
     operator = values.OperatorInfo(namespace=op.namespace, image=op.image, version=sro.__version__)
     recipe_dirs = tuple(Path(p) for p in op.recipe_dirs)
-    return specialresource.EngineSettings(operator=operator, proxy=proxy), recipe_dirs
+    return reconciler.EngineSettings(operator=operator, proxy=proxy), recipe_dirs
 
 
 class _Reader:
@@ -168,7 +170,7 @@ class _RecipeKeys:
 class _NodeKeys:
     """Node change -> the SpecialResources it concerns (contract: section 6)."""
 
-    def __init__(self, m: manager.Manager, library: engine_recipes.Recipes) -> None:
+    def __init__(self, m: manager.Manager, library: recipes.Recipes) -> None:
         self._m = m
         self._library = library
         self._selectors: dict[str, tuple[float, Mapping[str, str]]] = {}
@@ -200,7 +202,7 @@ class _NodeKeys:
             selector = sr.spec.node_selector
             if selector is None:
                 selector = self._recipe_selector(sr.spec.recipe)
-            if selector is not None and any(engine_inputs.matches(n, selector) for n in nodes):
+            if selector is not None and any(inputs.matches(n, selector) for n in nodes):
                 keys.add(sr.name)
         return keys
 
@@ -223,7 +225,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
     m = manager.Manager(settings)
     engine_config, recipe_dirs = engine_settings(settings)
     operator_namespace = engine_config.operator.namespace
-    library = engine_recipes.Catalog(
+    library = recipes.Catalog(
         recipe_library(recipe_dirs),
         configmaps=lambda: m.store("v1", "ConfigMap", namespace=operator_namespace).values(),
         namespace=operator_namespace,
@@ -240,13 +242,13 @@ def build(settings: settings_.Settings) -> manager.Manager:
         m.watch_owned(api_version, kind)
     m.watch_nodes(_NodeKeys(m, library))
     kinds = _Kinds(m)
-    engine: specialresource.Engine | None = None
+    engine: reconciler.Engine | None = None
 
     async def reconcile(key: str) -> result.Result:
         nonlocal engine
         if engine is None:
             await kinds.prepare()
-            engine = specialresource.Engine(
+            engine = reconciler.Engine(
                 reader=_Reader(m),
                 writer=m.writer,
                 kinds=kinds,

@@ -35,10 +35,10 @@ from typing import Any
 from sro import settings
 from sro.cache import projections, store
 from sro.kube import discovery, http
-from sro.manager import Manager
 from sro.observe import logs, metrics
 from sro.queue import workqueue
-from sro.reconcile import handlers, result
+from sro.runtime import handlers, result
+from sro.runtime.manager import Manager
 from sro.watch import events, reflector
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sro import settings
-from sro.manager import Manager
 from sro.observe import logs
-from sro.reconcile import result
+from sro.runtime import result
+from sro.runtime.manager import Manager
 
 
 def parse() -> argparse.Namespace:

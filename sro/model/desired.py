@@ -3,7 +3,7 @@
 Rendering (``sro.render``, with ``sro.hooks``) turns a SpecialResource, its recipe and the
 selected nodes into a ``DesiredState``: every object of every state, already expanded per
 kernel group and per node, with the operator's placement injected. Planning
-(``sro.reconcile.plan``) compares it with what the cluster shows and decides what to write.
+(``sro.plan.planner``) compares it with what the cluster shows and decides what to write.
 ``sro render`` prints exactly the objects held here, so the two can never disagree.
 """
 

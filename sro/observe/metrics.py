@@ -114,7 +114,7 @@ class Metrics:
     def cache_size(self, *, resource: str, size: int) -> None:
         self.cache_objects.labels(resource=resource).set(size)
 
-    # -- sro.reconcile.controller.ControllerMetrics ---------------------------------
+    # -- sro.runtime.controller.ControllerMetrics ---------------------------------
 
     def reconciled(self, *, result: str, seconds: float) -> None:
         self.reconcile_total.labels(result=result).inc()

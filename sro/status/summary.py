@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sro.model import desired
-from sro.reconcile import walk as walk_
+from sro.model import desired, progress
 from sro.status import conditions
 
 FAILING_NODES_MAX = 10
@@ -74,24 +73,24 @@ def kernel_rows(wanted: desired.DesiredState) -> list[dict[str, Any]]:
     return [{"kernel": k, "os": o, "nodes": n} for (k, o), n in sorted(counts.items())]
 
 
-def _state_row(state: str, walked: walk_.Walk) -> dict[str, Any]:
+def _state_row(state: str, walked: progress.Walk) -> dict[str, Any]:
     on_nodes = sorted((node, states[state]) for node, states in walked.nodes.items())
     phases = Counter(ns.phase for _, ns in on_nodes)
-    failing = [(n, ns) for n, ns in on_nodes if ns.phase is walk_.Phase.FAILED]
-    total, complete = len(on_nodes), phases[walk_.Phase.COMPLETE]
+    failing = [(n, ns) for n, ns in on_nodes if ns.phase is progress.Phase.FAILED]
+    total, complete = len(on_nodes), phases[progress.Phase.COMPLETE]
     if failing:
-        phase = walk_.Phase.FAILED
+        phase = progress.Phase.FAILED
     elif complete == total:
-        phase = walk_.Phase.COMPLETE
-    elif phases[walk_.Phase.PROGRESSING] or complete:
-        phase = walk_.Phase.PROGRESSING
+        phase = progress.Phase.COMPLETE
+    elif phases[progress.Phase.PROGRESSING] or complete:
+        phase = progress.Phase.PROGRESSING
     else:
-        phase = walk_.Phase.PENDING
+        phase = progress.Phase.PENDING
     message = ""
     if failing:
         message = f"failed on {_plural(len(failing), 'node')}"
-    elif phase is not walk_.Phase.COMPLETE:
-        waiting = [(n, ns) for n, ns in on_nodes if ns.phase is not walk_.Phase.COMPLETE]
+    elif phase is not progress.Phase.COMPLETE:
+        waiting = [(n, ns) for n, ns in on_nodes if ns.phase is not progress.Phase.COMPLETE]
         node, first = next(((n, ns) for n, ns in waiting if ns.stuck), waiting[0])
         more = f" (and {_plural(len(waiting) - 1, 'more node')})" if len(waiting) > 1 else ""
         message = f"{node}: {first.reason}{more}"
@@ -108,7 +107,7 @@ def _state_row(state: str, walked: walk_.Walk) -> dict[str, Any]:
 
 def status_from_walk(
     wanted: desired.DesiredState,
-    walked: walk_.Walk,
+    walked: progress.Walk,
     *,
     previous: Mapping[str, Any],
     generation: int,
@@ -123,9 +122,11 @@ def status_from_walk(
         (node, state, ns.reason)
         for node, states in walked.nodes.items()
         for state, ns in states.items()
-        if ns.phase is walk_.Phase.FAILED
+        if ns.phase is progress.Phase.FAILED
     )
-    progressing = any(ns.phase is walk_.Phase.PROGRESSING for s in walked.nodes.values() for ns in s.values())
+    progressing = any(
+        ns.phase is progress.Phase.PROGRESSING for s in walked.nodes.values() for ns in s.values()
+    )
     if failed:
         nodes = sorted({node for node, _, _ in failed})
         node, state, reason = failed[0]
@@ -140,7 +141,7 @@ def status_from_walk(
         degraded = (False, conditions.AS_EXPECTED, "")
     else:
         by_name = {r["name"]: r for r in rows}
-        first = next(s for s in walked.order if by_name[s]["phase"] != str(walk_.Phase.COMPLETE))
+        first = next(s for s in walked.order if by_name[s]["phase"] != str(progress.Phase.COMPLETE))
         row = by_name[first]  # the earliest unfinished state in walking order
         phase, line = "Progressing", f"{row['name']} {row['nodes']['complete']}/{selected} nodes"
         ready = (False, conditions.STATE_PROGRESSING, f"{complete}/{selected} nodes complete; {line}")
@@ -195,7 +196,7 @@ def status_no_nodes(
             "states": [
                 {
                     "name": s,
-                    "phase": str(walk_.Phase.PENDING),
+                    "phase": str(progress.Phase.PENDING),
                     "nodes": {"complete": 0, "total": 0},
                     "message": "",
                     "failingNodes": [],

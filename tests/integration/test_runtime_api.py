@@ -21,9 +21,9 @@ from support import waiting
 from sro import errors, settings
 from sro.apply import ssa
 from sro.kube import discovery, http
-from sro.manager import Manager
 from sro.model import desired
-from sro.reconcile import result
+from sro.runtime import result
+from sro.runtime.manager import Manager
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ import pytest
 from support import waiting
 
 from sro import settings
-from sro.manager import Manager
-from sro.reconcile import result
+from sro.runtime import result
+from sro.runtime.manager import Manager
 
 pytestmark = pytest.mark.integration
 

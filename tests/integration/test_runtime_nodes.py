@@ -22,8 +22,8 @@ from support import waiting
 
 from sro import settings
 from sro.kube import http
-from sro.manager import Manager
-from sro.reconcile import result
+from sro.runtime import result
+from sro.runtime.manager import Manager
 
 pytestmark = pytest.mark.integration
 

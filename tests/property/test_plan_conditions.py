@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sro.errors import Location
 from sro.model import desired, views
-from sro.reconcile import lifecycle, observed, plan
+from sro.plan import lifecycle, observed, planner
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -90,7 +90,7 @@ def test_a_failed_pod_is_deleted_only_after_its_backoff(attempts: int, age: int,
     record = observed.Retry(pod_uid="p1" if same_pod else "p0", failed_at=seen_at, attempts=attempts)
     wanted, seen = _pod_world(failed_uid="p1", record=record)
     now = seen_at + timedelta(seconds=age)
-    result = plan.plan(wanted, seen, now=now)
+    result = planner.plan(wanted, seen, now=now)
     kept = next(iter(result.retries.values()))
     due = kept.failed_at + lifecycle.backoff(kept.attempts)
     assert kept.attempts == (attempts if same_pod else attempts + 1)

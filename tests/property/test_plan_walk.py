@@ -8,7 +8,7 @@ readiness of their pods on random nodes, and random stale labels on the nodes:
   ``complete`` exactly when all are);
 * nothing of a state that is not open anywhere (and not yet in the cluster) is applied,
   and a per-node pod is applied only where its state is open;
-* planning is deterministic: the same inputs give the same plan.
+* planning is deterministic: the same inputs give the same planner.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sro.errors import Location
-from sro.model import desired, views
-from sro.reconcile import lifecycle, observed, plan, walk
+from sro.model import desired, progress, views
+from sro.plan import lifecycle, observed, planner
 
 pytestmark = pytest.mark.unit
 
@@ -107,24 +107,24 @@ def worlds(draw: st.DrawFn) -> tuple[desired.DesiredState, observed.Observed]:
 @given(worlds())
 def test_a_state_is_only_open_where_its_after_states_are_complete(world: tuple) -> None:
     wanted, seen = world
-    result = plan.plan(wanted, seen, now=NOW)
+    result = planner.plan(wanted, seen, now=NOW)
     assert result.walk is not None
     for node, phases in result.walk.nodes.items():
         for spec in wanted.states:
             if phases[spec.name].open:
-                assert all(phases[a].phase is walk.Phase.COMPLETE for a in spec.after), (node, spec)
+                assert all(phases[a].phase is progress.Phase.COMPLETE for a in spec.after), (node, spec)
 
 
 @settings(max_examples=300, deadline=None)
 @given(worlds())
 def test_labels_after_the_plan_are_exactly_the_complete_states(world: tuple) -> None:
     wanted, seen = world
-    result = plan.plan(wanted, seen, now=NOW)
+    result = planner.plan(wanted, seen, now=NOW)
     assert result.walk is not None
     changes = {c.node: c.labels for c in result.node_labels}
     for name, view in seen.nodes.items():
         merged = {k: v for k, v in {**view.labels, **changes.get(name, {})}.items() if v is not None}
-        complete = {s for s, ns in result.walk.nodes[name].items() if ns.phase is walk.Phase.COMPLETE}
+        complete = {s for s, ns in result.walk.nodes[name].items() if ns.phase is progress.Phase.COMPLETE}
         expected = {lifecycle.state_label(SR, s): "ready" for s in complete}
         if len(complete) == len(wanted.states):
             expected[lifecycle.complete_label(SR)] = "true"
@@ -135,7 +135,7 @@ def test_labels_after_the_plan_are_exactly_the_complete_states(world: tuple) -> 
 @given(worlds())
 def test_nothing_of_an_unopened_state_is_applied(world: tuple) -> None:
     wanted, seen = world
-    result = plan.plan(wanted, seen, now=NOW)
+    result = planner.plan(wanted, seen, now=NOW)
     assert result.walk is not None
     for o in result.apply:
         if o.node is not None:
@@ -143,4 +143,4 @@ def test_nothing_of_an_unopened_state_is_applied(world: tuple) -> None:
         else:
             started = any(x.ref in seen.objects for x in wanted.objects_of(o.state))
             assert result.walk.open_anywhere(o.state) or started
-    assert plan.plan(wanted, seen, now=NOW) == result
+    assert planner.plan(wanted, seen, now=NOW) == result

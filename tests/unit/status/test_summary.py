@@ -11,8 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sro.model import desired
-from sro.reconcile import walk
+from sro.model import desired, progress
 from sro.status import conditions, summary
 
 pytestmark = pytest.mark.unit
@@ -23,12 +22,12 @@ K1 = desired.KernelGroup(kernel="5.14.0-427.el9.x86_64", os=RHEL)
 K2 = desired.KernelGroup(kernel="5.14.0-503.el9.x86_64", os=RHEL)
 STATES = ("state-driver", "state-validation")
 
-Phase = walk.Phase
-DONE = walk.NodeState(phase=Phase.COMPLETE)
+Phase = progress.Phase
+DONE = progress.NodeState(phase=Phase.COMPLETE)
 
 
-def ns(phase: walk.Phase, reason: str = "", *, stuck: bool = False) -> walk.NodeState:
-    return walk.NodeState(phase=phase, reason=reason, stuck=stuck)
+def ns(phase: progress.Phase, reason: str = "", *, stuck: bool = False) -> progress.NodeState:
+    return progress.NodeState(phase=phase, reason=reason, stuck=stuck)
 
 
 def wanted(nodes: list[str], groups: dict[str, desired.KernelGroup] | None = None) -> desired.DesiredState:
@@ -44,13 +43,13 @@ def wanted(nodes: list[str], groups: dict[str, desired.KernelGroup] | None = Non
 
 
 def status(
-    per_node: dict[str, dict[str, walk.NodeState]],
+    per_node: dict[str, dict[str, progress.NodeState]],
     *,
     previous: dict | None = None,
     now: datetime = T0,
     groups: dict[str, desired.KernelGroup] | None = None,
 ) -> dict:
-    walked = walk.Walk(order=STATES, nodes=per_node)
+    walked = progress.Walk(order=STATES, nodes=per_node)
     return summary.status_from_walk(
         wanted(sorted(per_node), groups),
         walked,
@@ -61,7 +60,7 @@ def status(
     )
 
 
-def all_done(count: int) -> dict[str, dict[str, walk.NodeState]]:
+def all_done(count: int) -> dict[str, dict[str, progress.NodeState]]:
     return {f"n{i:02}": dict.fromkeys(STATES, DONE) for i in range(count)}
 
 
@@ -286,7 +285,7 @@ def test_state_rows_follow_recipe_order_even_when_an_after_points_forward() -> N
         nodes=("n1",),
         kernel_groups={"n1": K1},
     )
-    walked = walk.Walk(
+    walked = progress.Walk(
         order=("a", "b"),
         nodes={"n1": {"a": ns(Phase.PROGRESSING, "x"), "b": ns(Phase.PENDING, "waiting for a")}},
     )

@@ -15,62 +15,12 @@ Objects with ``wait: false`` never gate. Nodes in ``reset`` (a kernel change, se
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from sro import errors
-from sro.model import desired
-from sro.reconcile import observed as observed_
-from sro.reconcile import readiness
-
-
-class Phase(enum.StrEnum):
-    PENDING = "Pending"
-    PROGRESSING = "Progressing"
-    COMPLETE = "Complete"
-    FAILED = "Failed"
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeState:
-    """One state on one node."""
-
-    phase: Phase
-    reason: str = ""
-    stuck: bool = False  # progressing, but on something that needs a human
-
-    @property
-    def open(self) -> bool:
-        return self.phase is not Phase.PENDING
-
-
-@dataclass(frozen=True, kw_only=True)
-class Walk:
-    """The phase of every state on every selected node, and the logs needed to decide."""
-
-    order: tuple[str, ...]  # states, dependencies first, recipe order among equals
-    nodes: Mapping[str, Mapping[str, NodeState]]  # node -> state -> NodeState
-    logs_needed: tuple[readiness.LogRequest, ...] = ()
-    # Each desired object's ref, computed once (``DesiredObject.ref`` builds it every time).
-    refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-
-    def ref(self, obj: desired.DesiredObject) -> desired.ObjectRef:
-        known = self.refs.get(id(obj))
-        return known[1] if known is not None and known[0] is obj else obj.ref
-
-    def open_anywhere(self, state: str) -> bool:
-        return any(states[state].open for states in self.nodes.values())
-
-    def complete_states(self, node: str) -> tuple[str, ...]:
-        states = self.nodes[node]
-        return tuple(s for s in self.order if states[s].phase is Phase.COMPLETE)
-
-    def all_complete(self, node: str) -> bool:
-        return all(ns.phase is Phase.COMPLETE for ns in self.nodes[node].values())
-
+from sro.model import desired, progress
+from sro.plan import observed as observed_
+from sro.plan import readiness
 
 RESET_REASON = "kernel changed: the node walks the states again"
 
@@ -111,15 +61,15 @@ def concerns_node(obj: desired.DesiredObject, *, node: str, group: desired.Kerne
     return obj.kernel_group is None or obj.kernel_group == group
 
 
-def _combine(verdicts: Sequence[readiness.Verdict]) -> NodeState:
+def _combine(verdicts: Sequence[readiness.Verdict]) -> progress.NodeState:
     failures = [v for v in verdicts if v.outcome is readiness.Outcome.FAILED]
     if failures:
-        return NodeState(phase=Phase.FAILED, reason=failures[0].reason)
+        return progress.NodeState(phase=progress.Phase.FAILED, reason=failures[0].reason)
     waits = [v for v in verdicts if v.outcome is readiness.Outcome.WAITING]
     if not waits:
-        return NodeState(phase=Phase.COMPLETE)
+        return progress.NodeState(phase=progress.Phase.COMPLETE)
     first = next((v for v in waits if v.stuck), waits[0])
-    return NodeState(phase=Phase.PROGRESSING, reason=first.reason, stuck=first.stuck)
+    return progress.NodeState(phase=progress.Phase.PROGRESSING, reason=first.reason, stuck=first.stuck)
 
 
 class _Judge:
@@ -179,27 +129,29 @@ class _Judge:
 
 def walk(
     wanted: desired.DesiredState, seen: observed_.Observed, *, reset: frozenset[str] = frozenset()
-) -> Walk:
+) -> progress.Walk:
     """Walk every selected node through the states; see the module docstring."""
     order = topological_order(wanted.states)
     after = {s.name: s.after for s in wanted.states}
     refs = {id(o): (o, o.ref) for o in wanted.objects}
     judge = _Judge(wanted, seen, refs)
-    logs: set[readiness.LogRequest] = set()
-    nodes: dict[str, dict[str, NodeState]] = {}
+    logs: set[progress.LogRequest] = set()
+    nodes: dict[str, dict[str, progress.NodeState]] = {}
     for node in wanted.nodes:
-        states: dict[str, NodeState] = {}
+        states: dict[str, progress.NodeState] = {}
         for state in order:
             if node in reset:
-                states[state] = NodeState(phase=Phase.PENDING, reason=RESET_REASON)
+                states[state] = progress.NodeState(phase=progress.Phase.PENDING, reason=RESET_REASON)
                 continue
-            blocked = [a for a in after[state] if states[a].phase is not Phase.COMPLETE]
+            blocked = [a for a in after[state] if states[a].phase is not progress.Phase.COMPLETE]
             if blocked:
-                states[state] = NodeState(phase=Phase.PENDING, reason=f"waiting for {blocked[0]}")
+                states[state] = progress.NodeState(
+                    phase=progress.Phase.PENDING, reason=f"waiting for {blocked[0]}"
+                )
                 continue
             verdicts = judge.on_node(state, node)
             for verdict in verdicts:
                 logs.update(verdict.logs_needed)
             states[state] = _combine(verdicts)
         nodes[node] = states
-    return Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs)
+    return progress.Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs)

@@ -28,22 +28,13 @@ from typing import Any
 import structlog
 
 from sro import errors
+from sro.engine import namespace as namespace_
+from sro.engine import node_writes, pod_logs, ports, recipes, teardown, writes
 from sro.hooks import pipeline
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.reconcile import (
-    engine_inputs,
-    engine_logs,
-    engine_namespace,
-    engine_ports,
-    engine_recipes,
-    engine_status,
-    engine_teardown,
-    engine_writes,
-    node_writes,
-    plan,
-)
-from sro.reconcile import observed as observed_
+from sro.plan import finish, inputs, outcomes, planner
+from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
 from sro.status import summary
@@ -84,10 +75,10 @@ class Engine:
     def __init__(
         self,
         *,
-        reader: engine_ports.Reader,
-        writer: engine_ports.Writer,
-        kinds: engine_ports.Kinds,
-        library: engine_recipes.Recipes,
+        reader: ports.Reader,
+        writer: ports.Writer,
+        kinds: ports.Kinds,
+        library: recipes.Recipes,
         settings: EngineSettings,
         enqueue: Callable[[str], None] = lambda _key: None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -117,7 +108,7 @@ class Engine:
             sr = sr_model.parse(body)
         except errors.RecipeError as exc:
             generation = int((body.get("metadata") or {}).get("generation") or 0)
-            status = engine_status.degraded(
+            status = finish.degraded(
                 previous, previous, reason=exc.reason, message=str(exc), generation=generation, now=now
             )
             await self._write(key, body, previous, status, events=())
@@ -125,9 +116,9 @@ class Engine:
         log.debug("reconciling", sr=sr.name, generation=sr.generation)
         memory = self._memory.setdefault(sr.name, _Memory())
         if sr.deleting:
-            return await engine_teardown.finalize(self._teardown_context(sr, previous), now=now)
+            return await teardown.finalize(self._teardown_context(sr, previous), now=now)
         if sr_model.FINALIZER not in sr.finalizers:
-            await engine_teardown.add_finalizer(self._writer, sr)
+            await teardown.add_finalizer(self._writer, sr)
         if sr.spec.management_state is sr_model.ManagementState.UNMANAGED:
             status = summary.status_for_management(
                 previous, state="Unmanaged", generation=sr.generation, now=now
@@ -135,7 +126,7 @@ class Engine:
             await self._write(sr.name, body, previous, status, events=())
             return None
         if sr.spec.management_state is sr_model.ManagementState.REMOVED:
-            return await engine_teardown.remove(self._teardown_context(sr, previous), now=now)
+            return await teardown.remove(self._teardown_context(sr, previous), now=now)
         return await self._managed(sr, body, previous, memory, now=now)
 
     # -- the managed path ---------------------------------------------------------
@@ -150,11 +141,11 @@ class Engine:
         now: datetime,
     ) -> float | None:
         def fail(reason: str, message: str) -> dict[str, Any]:
-            return engine_status.degraded(
+            return finish.degraded(
                 previous, previous, reason=reason, message=message, generation=sr.generation, now=now
             )
 
-        owner = await engine_namespace.owner(self._reader, self._writer, sr)
+        owner = await namespace_.owner(self._reader, self._writer, sr)
         if owner is not None and owner != sr.name:
             message = (
                 f"namespace {sr.spec.namespace} exists and was not created for this SpecialResource; "
@@ -177,31 +168,29 @@ class Engine:
         peers = self._peers(sr, recipe, all_nodes)
         me = next(p for p in peers if p.name == sr.name)
         self._note_summary(sr.name, me, memory)
-        conflict = engine_inputs.conflict_report(sr.name, peers)
-        deps = engine_inputs.dependency_report(sr.name, peers)
+        conflict = inputs.conflict_report(sr.name, peers)
+        deps = inputs.dependency_report(sr.name, peers)
         pool = [n for n in all_nodes if n.name not in conflict.excluded]
         try:
             rendered = await self._render(sr, recipe, pool)
-            wanted = engine_inputs.excluding(
-                engine_inputs.with_priority_classes(rendered, sr), conflict.excluded
-            )
+            wanted = inputs.excluding(inputs.with_priority_classes(rendered, sr), conflict.excluded)
         except errors.RecipeError as exc:
             await self._write(sr.name, body, previous, fail(exc.reason, str(exc)), events=())
             return RECIPE_RECHECK
 
-        report = await engine_namespace.create(self._writer, sr) if owner is None else ()
+        report = await namespace_.create(self._writer, sr) if owner is None else ()
         for api_version, kind in sorted({(o.ref.api_version, o.ref.kind) for o in wanted.objects}):
             await self._kinds.ensure_watched(api_version, kind)
 
         seen = self._observe(
             sr, wanted=wanted, all_nodes=all_nodes, recipe=recipe, previous=previous, memory=memory
         )
-        planned = plan.plan(wanted, seen, now=now)
+        planned = planner.plan(wanted, seen, now=now)
         memory.retries = dict(planned.retries)
 
         live_views = {v.ref: v for v in self._reader.owned(sr.name)}
-        opening = engine_writes.opening_states(wanted, seen.objects, planned.apply)
-        applied = await engine_writes.apply_objects(
+        opening = writes.opening_states(wanted, seen.objects, planned.apply)
+        applied = await writes.apply_objects(
             self._writer,
             planned.apply,
             sr=sr,
@@ -210,10 +199,8 @@ class Engine:
             opening=opening,
             states=wanted.states,
         )
-        stale_pods = engine_writes.outdated_pods(seen.objects, seen.pods)
-        deleted = await engine_writes.delete_objects(
-            self._writer, (*planned.delete, *stale_pods), sr_name=sr.name
-        )
+        stale_pods = writes.outdated_pods(seen.objects, seen.pods)
+        deleted = await writes.delete_objects(self._writer, (*planned.delete, *stale_pods), sr_name=sr.name)
         node_failures = await node_writes.carry_out(
             self._writer,
             planned.node_labels,
@@ -221,15 +208,15 @@ class Engine:
             nodes=all_nodes,
             blocked=applied.blocked_states,
         )
-        fetched = await engine_logs.fetch(self._writer, planned.logs_needed, memory.logs)
+        fetched = await pod_logs.fetch(self._writer, planned.logs_needed, memory.logs)
 
         failures = (
             *report,
             *applied.failures,
             *deleted.failures,
-            *(engine_writes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
+            *(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
         )
-        status, retry_in = engine_status.finish(
+        status, retry_in = finish.finish(
             planned.status,
             previous,
             conflict=conflict,
@@ -239,7 +226,7 @@ class Engine:
             generation=sr.generation,
             now=now,
         )
-        events = engine_status.events_for(previous, status, planned)
+        events = finish.events_for(previous, status, planned)
         await self._write(sr.name, body, previous, status, events=events)
         delays = [d for d in (planned.requeue_after, retry_in, 0.5 if fetched else None) if d is not None]
         if any(f.permanent for f in failures) or recipe.source is recipe_.Source.DIRECTORY:
@@ -250,9 +237,9 @@ class Engine:
 
     def _peers(
         self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, nodes: Sequence[views.NodeView]
-    ) -> list[engine_inputs.PeerSummary]:
+    ) -> list[inputs.PeerSummary]:
         """Every parseable SpecialResource, summarised for dependency and conflict checks."""
-        out = [engine_inputs.summarise(sr, recipe_selector=recipe.node_selector, nodes=nodes)]
+        out = [inputs.summarise(sr, recipe_selector=recipe.node_selector, nodes=nodes)]
         for other_body in self._reader.special_resources():
             try:
                 other = sr_model.parse(other_body)
@@ -264,10 +251,10 @@ class Engine:
                 selector = self._library.get(other.spec.recipe).node_selector
             except errors.RecipeError:
                 selector = {}
-            out.append(engine_inputs.summarise(other, recipe_selector=selector, nodes=nodes))
+            out.append(inputs.summarise(other, recipe_selector=selector, nodes=nodes))
         return out
 
-    def _note_summary(self, name: str, me: engine_inputs.PeerSummary, memory: _Memory) -> None:
+    def _note_summary(self, name: str, me: inputs.PeerSummary, memory: _Memory) -> None:
         """When what others see of this SpecialResource changes, they must look again."""
         summary = (me.recipe, me.created, me.dependencies, me.nodes, me.managed)
         if summary != memory.summary:
@@ -325,31 +312,31 @@ class Engine:
         selected = frozenset(wanted.nodes)
         # The operand namespace is sro's but not the recipe's: the planner must not see it
         # as an object no longer desired (teardown sees it and deletes it last).
-        owned = [v for v in self._reader.owned(sr.name) if v.ref != engine_namespace.ref(sr)]
+        owned = [v for v in self._reader.owned(sr.name) if v.ref != namespace_.ref(sr)]
         namespace_pods = self._reader.pods(sr.spec.namespace)
         objects = {
-            **engine_inputs.live_objects(owned),
-            **engine_inputs.pod_objects(engine_inputs.owned_pods(namespace_pods, sr_name=sr.name)),
+            **inputs.live_objects(owned),
+            **inputs.pod_objects(inputs.owned_pods(namespace_pods, sr_name=sr.name)),
         }
-        pods = engine_inputs.relevant_pods(namespace_pods, owned=objects, sr_name=sr.name)
+        pods = inputs.relevant_pods(namespace_pods, owned=objects, sr_name=sr.name)
         live_uids = {p.uid for p in pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
         return observed_.Observed(
             generation=sr.generation,
             nodes={n.name: n for n in all_nodes if n.name in selected},
-            departed=engine_inputs.departed(sr.name, all_nodes, selected=selected),
+            departed=inputs.departed(sr.name, all_nodes, selected=selected),
             objects=objects,
             pods=pods,
             logs=dict(memory.logs),
             retries=memory.retries,
             previous_status=previous,
-            taints=engine_inputs.sr_taints(sr),
+            taints=inputs.sr_taints(sr),
             recipe_source=str(recipe.source),
         )
 
     def _transient(
-        self, memory: _Memory, failures: tuple[engine_writes.Failure, ...], *, now: datetime
-    ) -> engine_status.Transient | None:
+        self, memory: _Memory, failures: tuple[outcomes.Failure, ...], *, now: datetime
+    ) -> finish.Transient | None:
         if not any(not f.permanent for f in failures):
             memory.transient_since, memory.transient_attempts = None, 0
             return None
@@ -357,7 +344,7 @@ class Engine:
             memory.transient_since = now
         memory.transient_attempts += 1
         persisted = (now - memory.transient_since).total_seconds()
-        return engine_status.Transient(
+        return finish.Transient(
             since=memory.transient_since,
             attempts=memory.transient_attempts,
             expired=persisted > TRANSIENT_BOUND,
@@ -365,8 +352,8 @@ class Engine:
 
     def _teardown_context(
         self, sr: sr_model.SpecialResource, previous: Mapping[str, Any]
-    ) -> engine_teardown.Context:
-        return engine_teardown.Context(
+    ) -> teardown.Context:
+        return teardown.Context(
             sr=sr, previous=previous, reader=self._reader, writer=self._writer, status=self._status
         )
 

@@ -10,8 +10,8 @@ import pytest
 from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
 
 from sro import errors
-from sro.model import views
-from sro.reconcile import lifecycle, walk
+from sro.model import progress, views
+from sro.plan import lifecycle, walk
 
 pytestmark = pytest.mark.unit
 
@@ -54,7 +54,7 @@ def test_a_reset_node_is_pending_everywhere_and_loses_its_labels() -> None:
     want = wanted(states("s"), [d], ["n1"], groups={"n1": K2})
     view = seen([labelled], objects=[live(d)], pods=[ds_pod(d, "n1")])
     walked = walk.walk(want, view, reset=lifecycle.kernel_resets(want, view))
-    assert walked.nodes["n1"]["s"].phase is walk.Phase.PENDING
+    assert walked.nodes["n1"]["s"].phase is progress.Phase.PENDING
     assert walked.nodes["n1"]["s"].reason == walk.RESET_REASON
     (change,) = lifecycle.node_changes(want, view, walked)
     assert change.labels == {lifecycle.state_label(SR, "s"): None}

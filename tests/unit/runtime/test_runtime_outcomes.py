@@ -11,7 +11,7 @@ from support import waiting
 from sro import errors, settings
 from sro.observe import metrics
 from sro.queue import ratelimit, workqueue
-from sro.reconcile import controller, result
+from sro.runtime import controller, result
 
 pytestmark = pytest.mark.unit
 

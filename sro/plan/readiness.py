@@ -26,8 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sro.model import desired, views
-from sro.reconcile import observed as observed_
+from sro.model import desired, progress, views
+from sro.plan import observed as observed_
 
 # Waiting reasons that will not clear by themselves soon; named in the node's reason.
 STUCK_REASONS = frozenset(
@@ -49,22 +49,12 @@ class Outcome(enum.Enum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True, kw_only=True, order=True)
-class LogRequest:
-    """A pod whose container log tails (last 4 KiB each) the engine must fetch."""
-
-    namespace: str
-    name: str
-    uid: str
-    containers: tuple[str, ...]
-
-
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
     outcome: Outcome
     reason: str = ""
     stuck: bool = False  # waiting on something that needs a human (a bad image, a crash loop)
-    logs_needed: tuple[LogRequest, ...] = ()
+    logs_needed: tuple[progress.LogRequest, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -74,7 +64,9 @@ class Verdict:
 READY = Verdict(outcome=Outcome.READY)
 
 
-def waiting(reason: str, *, stuck: bool = False, logs_needed: tuple[LogRequest, ...] = ()) -> Verdict:
+def waiting(
+    reason: str, *, stuck: bool = False, logs_needed: tuple[progress.LogRequest, ...] = ()
+) -> Verdict:
     return Verdict(outcome=Outcome.WAITING, reason=reason, stuck=stuck, logs_needed=logs_needed)
 
 
@@ -112,12 +104,14 @@ def logs_verdict(
     pattern: re.Pattern[str], pods: Sequence[views.PodView], logs: Mapping[str, Mapping[str, str]]
 ) -> Verdict:
     """Ready when each pod's tails of ``log_containers`` all match; otherwise ask again."""
-    needed: list[LogRequest] = []
+    needed: list[progress.LogRequest] = []
     for pod in pods:
         names = log_containers(pod)
         tails = logs.get(pod.uid) or {}
         if not names or not all(name in tails and pattern.search(tails[name]) for name in names):
-            needed.append(LogRequest(namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=names))
+            needed.append(
+                progress.LogRequest(namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=names)
+            )
     if not needed:
         return READY
     return waiting(

@@ -28,12 +28,12 @@ from builders import (
 )
 
 from sro import errors
-from sro.model import desired
-from sro.reconcile import walk
+from sro.model import desired, progress
+from sro.plan import walk
 
 pytestmark = pytest.mark.unit
 
-Phase = walk.Phase
+Phase = progress.Phase
 NODES = ("n1", "n2", "n3")
 LINEAR = states("state-driver", "state-validation", "state-device-plugin")
 

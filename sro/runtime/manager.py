@@ -16,7 +16,7 @@ with index ``by_node``, ``m.owned(sr)`` across every owned kind), writes through
 apply_status, patch_status, delete, request, pod_log), asks ``m.is_served`` /
 ``m.is_namespaced`` (discovery cache), ``m.cluster_version()``, and starts a watch for a
 kind first needed at runtime with ``await m.ensure_watch(api_version, kind)`` (or
-``ensure_watched``). ``m.writer`` satisfies ``sro.reconcile.engine_ports.Writer`` and
+``ensure_watched``). ``m.writer`` satisfies ``sro.engine.ports.Writer`` and
 the manager itself ``engine_ports.Kinds``.
 
 Logging is set up by the caller, once per process: ``sro.observe.logs.configure(format=...)``;
@@ -53,8 +53,8 @@ from sro.kube import http, lease
 from sro.observe import health
 from sro.observe import metrics as metrics_
 from sro.queue import ratelimit, workqueue
-from sro.reconcile import controller as controller_
-from sro.reconcile import handlers
+from sro.runtime import controller as controller_
+from sro.runtime import handlers
 from sro.watch import reflector as reflector_
 
 log = structlog.get_logger(__name__)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from sro.cache import projections, store
-from sro.reconcile import handlers
+from sro.runtime import handlers
 
 pytestmark = pytest.mark.unit
 

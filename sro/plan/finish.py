@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sro.reconcile import conflicts, dependencies, engine_writes, plan
+from sro.plan import conflicts, dependencies, outcomes, planner
 from sro.status import events, summary
 
 _FAILURES_SHOWN = 3
@@ -54,7 +54,7 @@ def degraded(
     return summary.status_for_error(mixed, reason=reason, message=message, generation=generation, now=now)
 
 
-def _describe(failures: Sequence[engine_writes.Failure]) -> str:
+def _describe(failures: Sequence[outcomes.Failure]) -> str:
     shown = "; ".join(f.describe() for f in failures[:_FAILURES_SHOWN])
     more = len(failures) - _FAILURES_SHOWN
     return f"{shown} (and {more} more)" if more > 0 else shown
@@ -66,7 +66,7 @@ def finish(
     *,
     conflict: conflicts.ConflictReport,
     deps: dependencies.DependencyReport,
-    failures: Sequence[engine_writes.Failure],
+    failures: Sequence[outcomes.Failure],
     transient: Transient | None,
     generation: int,
     now: datetime,
@@ -114,11 +114,9 @@ def _with_waiting_nodes(status: Mapping[str, Any], deps: dependencies.Dependency
     return {**status, "states": rows}
 
 
-def _with_retry_messages(
-    status: Mapping[str, Any], failures: Sequence[engine_writes.Failure]
-) -> dict[str, Any]:
+def _with_retry_messages(status: Mapping[str, Any], failures: Sequence[outcomes.Failure]) -> dict[str, Any]:
     """The status with each failing state's row saying what is being retried."""
-    by_state: dict[str, list[engine_writes.Failure]] = {}
+    by_state: dict[str, list[outcomes.Failure]] = {}
     for failure in failures:
         by_state.setdefault(failure.state, []).append(failure)
     rows = []
@@ -140,7 +138,7 @@ def _with_retry_messages(
 
 
 def events_for(
-    previous: Mapping[str, Any], status: Mapping[str, Any], planned: plan.Plan
+    previous: Mapping[str, Any], status: Mapping[str, Any], planned: planner.Plan
 ) -> tuple[events.Event, ...]:
     """The plan's Events when its status stands; else the transitions to the final status
     (plus the plan's report of removed objects, which no status comparison can find)."""

@@ -12,9 +12,10 @@ import structlog
 
 from sro import errors
 from sro.cache import projections
+from sro.engine import ports, writes
 from sro.model import desired
 from sro.model import specialresource as sr_model
-from sro.reconcile import engine_ports, engine_writes
+from sro.plan import outcomes
 
 log = structlog.get_logger(__name__)
 
@@ -23,9 +24,7 @@ def ref(sr: sr_model.SpecialResource) -> desired.ObjectRef:
     return desired.ObjectRef(api_version="v1", kind="Namespace", namespace="", name=sr.spec.namespace)
 
 
-async def owner(
-    reader: engine_ports.Reader, writer: engine_ports.Writer, sr: sr_model.SpecialResource
-) -> str | None:
+async def owner(reader: ports.Reader, writer: ports.Writer, sr: sr_model.SpecialResource) -> str | None:
     """Who the operand namespace was created for: its owner label ("" if none), None if absent.
 
     The cache holds only namespaces sro made (watched by owner label), so a miss is asked
@@ -42,17 +41,15 @@ async def owner(
     return str(labels.get(projections.OWNER_LABEL, ""))
 
 
-async def create(
-    writer: engine_ports.Writer, sr: sr_model.SpecialResource
-) -> tuple[engine_writes.Failure, ...]:
+async def create(writer: ports.Writer, sr: sr_model.SpecialResource) -> tuple[outcomes.Failure, ...]:
     """Create the operand namespace, owned and labelled. A create, not an apply: if someone
     made it meanwhile, the answer is 409 and the next pass reports NamespaceInUse."""
-    body = engine_writes.owned_body(
+    body = writes.owned_body(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sr.spec.namespace}}, sr
     )
     try:
         await writer.request("POST", "/api/v1/namespaces", body=body)
         log.info("namespace created", sr=sr.name, namespace=sr.spec.namespace)
     except errors.SroError as exc:
-        return (engine_writes.Failure(state="namespace", ref=desired.ObjectRef.of(body), error=exc),)
+        return (outcomes.Failure(state="namespace", ref=desired.ObjectRef.of(body), error=exc),)
     return ()

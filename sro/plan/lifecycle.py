@@ -29,10 +29,9 @@ from types import MappingProxyType
 from typing import Any
 
 from sro import errors
-from sro.model import desired, views
-from sro.reconcile import node_patches
-from sro.reconcile import observed as observed_
-from sro.reconcile import walk as walk_
+from sro.model import desired, progress, views
+from sro.plan import node_patches
+from sro.plan import observed as observed_
 
 COMPLETE = "complete"
 READY_VALUE = "ready"
@@ -152,7 +151,7 @@ def kernel_resets(wanted: desired.DesiredState, seen: observed_.Observed) -> fro
 
 
 def node_changes(
-    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk
 ) -> tuple[NodeChange, ...]:
     """Label, annotation and taint changes for selected and departed nodes, by node name."""
     sr = wanted.sr_name
@@ -197,7 +196,7 @@ def backoff(attempts: int) -> timedelta:
     return min(BACKOFF_BASE * (1 << doublings), BACKOFF_MAX)
 
 
-_PENDING = walk_.NodeState(phase=walk_.Phase.PENDING)
+_PENDING = progress.NodeState(phase=progress.Phase.PENDING)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,7 +209,7 @@ class Retries:
 
 
 def retries(
-    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk, *, now: datetime
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk, *, now: datetime
 ) -> Retries:
     """Recreate failed Pods with backoff; a Pod that succeeds forgets its failures."""
     delete: list[Deletion] = []
@@ -258,7 +257,7 @@ def stale_objects(wanted: desired.DesiredState, seen: observed_.Observed) -> tup
 
 
 def closed_pods(
-    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk
 ) -> tuple[Deletion, ...]:
     """Per-node pods of states not open on their node: they run again when it reopens."""
     deletions = []

@@ -16,7 +16,7 @@ import structlog
 from sro import errors
 from sro.kube import http
 from sro.model import views
-from sro.reconcile import lifecycle, node_patches
+from sro.plan import lifecycle, node_patches
 
 log = structlog.get_logger(__name__)
 

@@ -27,52 +27,20 @@ import structlog
 from sro import errors
 from sro.apply import diff
 from sro.cache import projections
-from sro.errors import Location
+from sro.engine import ports
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.reconcile import engine_ports, lifecycle
+from sro.plan import lifecycle, outcomes
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Failure:
-    """One write the API server (or the network) did not take."""
-
-    state: str
-    ref: desired.ObjectRef | None
-    error: errors.SroError
-    dry_run: bool = False
-    source: Location | None = None  # the recipe file and line the object came from
-
-    @property
-    def permanent(self) -> bool:
-        return is_permanent(self.error)
-
-    def describe(self) -> str:
-        what = f"{self.ref}" if self.ref is not None else "node"
-        verb = "refused (dry-run)" if self.dry_run else "failed"
-        where = f"{self.source}: " if self.source is not None else ""
-        return f"{where}{self.state}: {what} {verb}: {self.error}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class WriteReport:
     applied: int = 0
     deleted: int = 0
-    failures: tuple[Failure, ...] = ()
+    failures: tuple[outcomes.Failure, ...] = ()
     blocked_states: frozenset[str] = frozenset()
-
-
-def is_permanent(error: BaseException) -> bool:
-    """Whether retrying the same write unchanged cannot succeed (contract section 5)."""
-    if isinstance(error, errors.Forbidden):
-        text = str(error).lower()
-        # A new namespace's service account appears a moment after the namespace.
-        return not ("serviceaccount" in text.replace(" ", "") and "not found" in text)
-    if isinstance(error, errors.ApiError):
-        return not error.transient
-    return not isinstance(error, errors.TransportError)
 
 
 def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
@@ -121,7 +89,7 @@ def opening_states(
 
 
 async def apply_objects(
-    writer: engine_ports.Writer,
+    writer: ports.Writer,
     planned: Sequence[desired.DesiredObject],
     *,
     sr: sr_model.SpecialResource,
@@ -136,7 +104,7 @@ async def apply_objects(
     planner may think it complete: its objects may not gate readiness).
     """
     bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
-    failures: list[Failure] = []
+    failures: list[outcomes.Failure] = []
     blocked: set[str] = set()
     for obj, body in bodies:
         if obj.state not in opening or obj.state in blocked:
@@ -148,7 +116,9 @@ async def apply_objects(
             # apply, in order, decides.
             log.debug("dry-run skipped", sr=sr.name, ref=str(obj.ref), error=str(exc))
         except errors.SroError as exc:
-            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source))
+            failures.append(
+                outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source)
+            )
             blocked.add(obj.state)
     blocked |= after_closure(blocked, states)
     applied = 0
@@ -164,8 +134,8 @@ async def apply_objects(
             await writer.apply(diff.stamped(body))
             applied += 1
         except errors.SroError as exc:
-            failures.append(Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
-            if is_permanent(exc):
+            failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
+            if outcomes.is_permanent(exc):
                 blocked.add(obj.state)
     if applied:
         log.info("objects applied", sr=sr.name, count=applied)
@@ -200,11 +170,11 @@ def outdated_pods(
 
 
 async def delete_objects(
-    writer: engine_ports.Writer, deletions: Sequence[lifecycle.Deletion], *, sr_name: str
+    writer: ports.Writer, deletions: Sequence[lifecycle.Deletion], *, sr_name: str
 ) -> WriteReport:
     """Delete in the plan's order; a failure is reported and the rest go on."""
     deleted = 0
-    failures: list[Failure] = []
+    failures: list[outcomes.Failure] = []
     for deletion in deletions:
         try:
             await writer.delete(deletion.ref, uid=deletion.uid)
@@ -213,5 +183,5 @@ async def delete_objects(
         except errors.NotFound:
             continue
         except errors.SroError as exc:
-            failures.append(Failure(state="", ref=deletion.ref, error=exc))
+            failures.append(outcomes.Failure(state="", ref=deletion.ref, error=exc))
     return WriteReport(deleted=deleted, failures=tuple(failures))

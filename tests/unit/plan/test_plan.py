@@ -35,7 +35,7 @@ from builders import (
 )
 
 from sro.model import desired, views
-from sro.reconcile import lifecycle, plan
+from sro.plan import lifecycle, planner
 from sro.status import events, summary
 
 pytestmark = pytest.mark.unit
@@ -66,7 +66,7 @@ def test_objects_are_applied_namespace_first_then_crds_rbac_config_and_workloads
         obj("Namespace", NS, "state-driver", namespace=""),
         obj("ServiceMonitor", "mon", "state-driver", api_version="monitoring.coreos.com/v1"),
     ]
-    p = plan.plan(wanted(states("state-driver"), objects, ["n1"]), seen([node("n1")]), now=T0)
+    p = planner.plan(wanted(states("state-driver"), objects, ["n1"]), seen([node("n1")]), now=T0)
     kinds = [o.kind for o in p.apply]
     expected = [
         "Namespace",
@@ -124,7 +124,7 @@ def test_an_image_pull_backoff_is_named_in_the_progressing_state() -> None:
     stuck = ds_pod(d, "n2", ready=False, containers=(container(waiting_reason="ImagePullBackOff"),))
     want = wanted(states("state-driver"), [d], ["n1", "n2"])
     view = seen([node("n1"), node("n2")], objects=[live(d)], pods=[ds_pod(d, "n1"), stuck])
-    p = plan.plan(want, view, now=T0)
+    p = planner.plan(want, view, now=T0)
     row = p.status["states"][0]
     assert p.status["state"] == "Progressing: state-driver 1/2 nodes"
     assert row["phase"] == "Progressing"
@@ -175,13 +175,13 @@ def test_wait_for_logs_gates_the_state_and_asks_for_the_logs_it_needs() -> None:
     d = ds("driver", "state-driver", logs=r"driver loaded")
     pod = ds_pod(d, "n1")
     want = wanted(states("state-driver"), [d], ["n1"])
-    without = plan.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod]), now=T0)
+    without = planner.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod]), now=T0)
     assert [r.uid for r in without.logs_needed] == [pod.uid]
-    assert without.requeue_after == plan.LOG_POLL.total_seconds()
+    assert without.requeue_after == planner.LOG_POLL.total_seconds()
     assert without.status["phase"] == "Progressing"
 
     logs = {pod.uid: {"main": "loading\ndriver loaded\n"}}
-    matched = plan.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod], logs=logs), now=T0)
+    matched = planner.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod], logs=logs), now=T0)
     assert matched.logs_needed == () and matched.requeue_after is None
     assert matched.status["phase"] == "Ready"
 
@@ -253,7 +253,7 @@ def test_an_unchanged_world_plans_no_events_no_writes_and_the_same_status() -> N
     world = linear_world()
     world.settle()
     first = world.step()
-    again = plan.plan(world.desired, world.observe(), now=T0.replace(hour=9))
+    again = planner.plan(world.desired, world.observe(), now=T0.replace(hour=9))
     assert again.events == () and first.events == ()
     assert again.node_labels == () and again.delete == ()
     assert not summary.status_changed(first.status, again.status)
@@ -288,7 +288,7 @@ def test_teardown_deletes_everything_strips_every_node_and_then_frees_the_finali
     world.settle()
     namespace = obj("Namespace", NS, "state-driver", namespace="")
     world.objects[namespace.ref] = live(namespace, phase="Active")
-    down = plan.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
+    down = planner.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
     names = ["driver", "plugin", "validate-n1", "validate-n2", "validate-n3", NS]
     assert [d.ref.name for d in down.delete] == names  # workloads first, the namespace last
     assert {c.node for c in down.node_labels} == set(NODES)
@@ -300,7 +300,7 @@ def test_teardown_deletes_everything_strips_every_node_and_then_frees_the_finali
     for change in down.node_labels:
         world.nodes[change.node] = node(change.node)
     world.pods.clear()
-    done = plan.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
+    done = planner.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
     assert done.finalizer_removable and done.delete == () and done.node_labels == ()
     assert done.status["state"] == "Removed: everything sro made is deleted"
 
@@ -310,7 +310,7 @@ def test_the_srs_taints_go_on_selected_nodes_and_come_off_departed_ones() -> Non
     record = {"sro.dev/taints.gpu": '[{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]'}
     gone = views.NodeView(name="old", taints=(taint,), annotations=record)
     want = wanted(states("s"), [], ["n1"])
-    p = plan.plan(want, seen([node("n1")], departed=(gone,), taints=(taint,)), now=T0)
+    p = planner.plan(want, seen([node("n1")], departed=(gone,), taints=(taint,)), now=T0)
     assert {c.node: c.taints for c in p.node_labels} == {"n1": (taint,), "old": ()}
 
 
@@ -318,12 +318,12 @@ def test_a_conflict_overlays_degraded_on_the_walk_once_and_then_stays_quiet() ->
     world = linear_world()
     world.settle()
     problem = summary.Problem(reason="ConflictingNodeSelector", message="gpu-b has precedence on n9")
-    first = plan.plan(world.desired, world.observe(), now=T0, problem=problem)
+    first = planner.plan(world.desired, world.observe(), now=T0, problem=problem)
     assert first.status["state"] == "Degraded: ConflictingNodeSelector: gpu-b has precedence on n9"
     assert first.status["states"] == world.status["states"]  # the walked rows, still true
     assert [e.reason for e in first.events] == [events.CONFLICT_FOUND]
     world.status = first.status
-    again = plan.plan(world.desired, world.observe(), now=T0.replace(hour=8), problem=problem)
+    again = planner.plan(world.desired, world.observe(), now=T0.replace(hour=8), problem=problem)
     assert again.events == ()
     assert not summary.status_changed(first.status, again.status)
 
@@ -336,7 +336,7 @@ def test_a_problem_reason_outside_the_contract_is_refused() -> None:
 def test_a_failed_cluster_wide_pod_is_not_applied_while_it_waits_for_its_retry() -> None:
     job_pod = obj("Pod", "build", "state-build")
     want = wanted(states("state-build"), [job_pod], ["n1"])
-    p = plan.plan(want, seen([node("n1")], objects=[live(job_pod)], pods=[failed_pod(job_pod)]), now=T0)
+    p = planner.plan(want, seen([node("n1")], objects=[live(job_pod)], pods=[failed_pod(job_pod)]), now=T0)
     assert p.apply == () and p.delete == ()
     assert p.requeue_after == 10.0
     assert p.status["state"] == "Degraded: StateFailed on 1 node (n1: Error (exit code 1))"
@@ -345,7 +345,7 @@ def test_a_failed_cluster_wide_pod_is_not_applied_while_it_waits_for_its_retry()
 def test_teardown_reports_the_removal_only() -> None:
     world = linear_world()
     world.settle()
-    down = plan.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
+    down = planner.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
     assert [e.reason for e in down.events] == [events.OBJECTS_REMOVED]
 
 
@@ -355,8 +355,8 @@ def test_a_per_node_pod_is_applied_only_once_its_node_carries_the_after_labels()
     want = wanted(states("state-driver", "state-validation"), [d, validate], ["n1"])
     bare = seen([node("n1")], objects=[live(d)], pods=[ds_pod(d, "n1")])
     labelled = seen([node("n1", {label("state-driver"): "ready"})], objects=[live(d)], pods=[ds_pod(d, "n1")])
-    first = plan.plan(want, bare, now=T0)
+    first = planner.plan(want, bare, now=T0)
     assert first.walk is not None and first.walk.nodes["n1"]["state-validation"].open
     assert [o.ref.name for o in first.apply] == ["driver"]
     assert labels_of(first) == {"n1": {label("state-driver"): "ready"}}
-    assert [o.ref.name for o in plan.plan(want, labelled, now=T0).apply] == ["driver", "validate-n1"]
+    assert [o.ref.name for o in planner.plan(want, labelled, now=T0).apply] == ["driver", "validate-n1"]

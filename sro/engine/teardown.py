@@ -21,9 +21,10 @@ from typing import Any
 import structlog
 
 from sro import errors
+from sro.engine import node_writes, ports, writes
 from sro.model import specialresource as sr_model
-from sro.reconcile import engine_inputs, engine_ports, engine_writes, node_writes, plan
-from sro.reconcile import observed as observed_
+from sro.plan import inputs, planner
+from sro.plan import observed as observed_
 from sro.status import summary
 from sro.status import writer as writer_
 
@@ -38,8 +39,8 @@ few seconds); watches also wake the engine, this is the floor."""
 class Context:
     sr: sr_model.SpecialResource
     previous: Mapping[str, Any]
-    reader: engine_ports.Reader
-    writer: engine_ports.Writer
+    reader: ports.Reader
+    writer: ports.Writer
     status: writer_.StatusWriter
 
 
@@ -47,9 +48,7 @@ def _path(name: str) -> str:
     return f"/apis/{sr_model.GROUP}/{sr_model.VERSION}/{sr_model.PLURAL}/{name}"
 
 
-async def _set_finalizers(
-    writer: engine_ports.Writer, sr: sr_model.SpecialResource, finalizers: list[str]
-) -> None:
+async def _set_finalizers(writer: ports.Writer, sr: sr_model.SpecialResource, finalizers: list[str]) -> None:
     version = str((sr.body.get("metadata") or {}).get("resourceVersion", ""))
     meta: dict[str, Any] = {"finalizers": finalizers or None}
     if version:
@@ -59,31 +58,31 @@ async def _set_finalizers(
     )
 
 
-async def add_finalizer(writer: engine_ports.Writer, sr: sr_model.SpecialResource) -> None:
+async def add_finalizer(writer: ports.Writer, sr: sr_model.SpecialResource) -> None:
     await _set_finalizers(writer, sr, [*sr.finalizers, sr_model.FINALIZER])
     log.info("finalizer added", sr=sr.name)
 
 
-async def _run(ctx: Context, *, now: datetime) -> tuple[plan.Plan, bool]:
+async def _run(ctx: Context, *, now: datetime) -> tuple[planner.Plan, bool]:
     """One teardown pass; True when nothing of the SpecialResource is left."""
     sr = ctx.sr
     nodes = ctx.reader.nodes()
     namespace_pods = ctx.reader.pods(sr.spec.namespace)
     objects = {
-        **engine_inputs.live_objects(ctx.reader.owned(sr.name)),
-        **engine_inputs.pod_objects(engine_inputs.owned_pods(namespace_pods, sr_name=sr.name)),
+        **inputs.live_objects(ctx.reader.owned(sr.name)),
+        **inputs.pod_objects(inputs.owned_pods(namespace_pods, sr_name=sr.name)),
     }
     seen = observed_.Observed(
         generation=sr.generation,
         nodes={},
-        departed=engine_inputs.carrying(sr.name, nodes, engine_inputs.sr_taints(sr)),
+        departed=inputs.carrying(sr.name, nodes, inputs.sr_taints(sr)),
         objects=objects,
-        pods=engine_inputs.relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
+        pods=inputs.relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
         previous_status=ctx.previous,
-        taints=engine_inputs.sr_taints(sr),
+        taints=inputs.sr_taints(sr),
     )
-    planned = plan.plan_teardown(sr_name=sr.name, seen=seen, generation=sr.generation, now=now)
-    await engine_writes.delete_objects(ctx.writer, planned.delete, sr_name=sr.name)
+    planned = planner.plan_teardown(sr_name=sr.name, seen=seen, generation=sr.generation, now=now)
+    await writes.delete_objects(ctx.writer, planned.delete, sr_name=sr.name)
     by_name = {n.name: n for n in nodes}
     pending_nodes = 0
     for change in planned.node_labels:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sro.errors import Location
 from sro.model import desired, views
-from sro.reconcile import lifecycle, observed, plan
+from sro.plan import lifecycle, observed, planner
 
 SR = "gpu"
 NS = "gpu-ns"
@@ -171,7 +171,7 @@ def label(state: str) -> str:
     return lifecycle.state_label(SR, state)
 
 
-def labels_of(p: plan.Plan) -> dict[str, dict[str, str | None]]:
+def labels_of(p: planner.Plan) -> dict[str, dict[str, str | None]]:
     return {c.node: dict(c.labels) for c in p.node_labels}
 
 
@@ -193,7 +193,7 @@ class World:
     retries: Mapping[desired.ObjectRef, observed.Retry] = field(default_factory=dict)
     now: datetime = T0
     pod_outcome: dict[str, str] = field(default_factory=dict)  # pod name -> phase
-    last: plan.Plan | None = None
+    last: planner.Plan | None = None
     created: list[desired.ObjectRef] = field(default_factory=list)
 
     def observe(self) -> observed.Observed:
@@ -207,8 +207,8 @@ class World:
             retries=self.retries,
         )
 
-    def step(self) -> plan.Plan:
-        p = plan.plan(self.desired, self.observe(), now=self.now)
+    def step(self) -> planner.Plan:
+        p = planner.plan(self.desired, self.observe(), now=self.now)
         for d in p.delete:
             self.objects.pop(d.ref, None)
             self.pods.pop((d.ref.namespace, d.ref.name), None)

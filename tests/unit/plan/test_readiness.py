@@ -12,7 +12,7 @@ import re
 import pytest
 from builders import bare_pod, container, ds, ds_pod, failed_pod, live, obj
 
-from sro.reconcile import observed, readiness
+from sro.plan import observed, readiness
 
 pytestmark = pytest.mark.unit
 

@@ -1,14 +1,14 @@
 """Precedence between SpecialResources that use one recipe on overlapping nodes.
 
-Covers the pure ``sro.reconcile.conflicts.check``: who loses which nodes, and the message.
+Covers the pure ``sro.plan.conflicts.check``: who loses which nodes, and the message.
 """
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sro.reconcile import conflicts
-from sro.reconcile.conflicts import Claim
+from sro.plan import conflicts
+from sro.plan.conflicts import Claim
 
 pytestmark = pytest.mark.unit
 

@@ -22,7 +22,7 @@ import structlog
 from sro import settings as settings_
 from sro.observe import logs
 from sro.queue import workqueue
-from sro.reconcile import result as result_
+from sro.runtime import result as result_
 
 log = structlog.get_logger(__name__)
 

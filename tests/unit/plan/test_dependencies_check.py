@@ -1,13 +1,13 @@
 """Dependency checks between SpecialResources: absent dependencies, uncovered nodes, cycles.
 
-Covers the pure ``sro.reconcile.dependencies.check``; the node-affinity that makes nodes
+Covers the pure ``sro.plan.dependencies.check``; the node-affinity that makes nodes
 wait is the render core's and is tested there.
 """
 
 import pytest
 
-from sro.reconcile import dependencies
-from sro.reconcile.dependencies import Peer
+from sro.plan import dependencies
+from sro.plan.dependencies import Peer
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 import structlog
 
 from sro import errors
-from sro.reconcile import engine_ports, readiness
+from sro.engine import ports
+from sro.model import progress
 
 LOG_TAIL_BYTES = 4096
 
@@ -20,8 +21,8 @@ log = structlog.get_logger(__name__)
 
 
 async def fetch(
-    writer: engine_ports.Writer,
-    requests: Iterable[readiness.LogRequest],
+    writer: ports.Writer,
+    requests: Iterable[progress.LogRequest],
     store: dict[str, Mapping[str, str]],
 ) -> bool:
     """Fetch each requested pod's container tails into ``store``; True if any changed."""

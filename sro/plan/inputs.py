@@ -26,8 +26,8 @@ from sro.cache import projections
 from sro.errors import Location
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.reconcile import conflicts, dependencies, lifecycle, node_patches
-from sro.reconcile import observed as observed_
+from sro.plan import conflicts, dependencies, lifecycle, node_patches
+from sro.plan import observed as observed_
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 

@@ -52,10 +52,10 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import desired, views
-from sro.reconcile import lifecycle, readiness
-from sro.reconcile import observed as observed_
-from sro.reconcile import walk as walk_
+from sro.model import desired, progress, views
+from sro.plan import lifecycle
+from sro.plan import observed as observed_
+from sro.plan import walk as walk_
 from sro.status import events, summary
 
 # Log tails do not come with watch events: poll while a state waits for them.
@@ -71,14 +71,14 @@ class Plan:
     node_labels: tuple[lifecycle.NodeChange, ...]
     status: Mapping[str, Any]
     events: tuple[events.Event, ...] = ()
-    logs_needed: tuple[readiness.LogRequest, ...] = ()
+    logs_needed: tuple[progress.LogRequest, ...] = ()
     requeue_after: float | None = None
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
-    walk: walk_.Walk | None = None
+    walk: progress.Walk | None = None
     finalizer_removable: bool = False
 
 
-_PENDING = walk_.NodeState(phase=walk_.Phase.PENDING)
+_PENDING = progress.NodeState(phase=progress.Phase.PENDING)
 
 
 def _labelled(sr_name: str, node: views.NodeView | None, states: tuple[str, ...]) -> bool:
@@ -88,7 +88,7 @@ def _labelled(sr_name: str, node: views.NodeView | None, states: tuple[str, ...]
 
 
 def _to_apply(
-    wanted: desired.DesiredState, seen: observed_.Observed, walked: walk_.Walk
+    wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk
 ) -> tuple[desired.DesiredObject, ...]:
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}  # opened before
     opened = {state for state in walked.order if walked.open_anywhere(state)}

@@ -1,0 +1,82 @@
+"""Where each node stands in each state: the vocabulary the planner and the status share.
+
+The planner (``sro.plan.walk``) computes a ``Walk``; the status builders
+(``sro.status.summary``) turn one into rows and conditions. Both read these records, so
+they live below both, and neither imports the other for them.
+
+Pure data, frozen.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sro.model import desired
+
+
+class Phase(enum.StrEnum):
+    """One state's phase on one node (and, summarised, in a status row)."""
+
+    PENDING = "Pending"
+    PROGRESSING = "Progressing"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, kw_only=True, order=True)
+class LogRequest:
+    """A pod whose container log tails the engine must fetch (``wait-for-logs``)."""
+
+    namespace: str
+    name: str
+    uid: str
+    containers: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeState:
+    """One state on one node."""
+
+    phase: Phase
+    reason: str = ""
+    stuck: bool = False  # progressing, but on something that needs a human
+
+    @property
+    def open(self) -> bool:
+        return self.phase is not Phase.PENDING
+
+
+PENDING = NodeState(phase=Phase.PENDING)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Walk:
+    """The phase of every state on every selected node, and the logs needed to decide."""
+
+    order: tuple[str, ...]  # states, dependencies first, recipe order among equals
+    nodes: Mapping[str, Mapping[str, NodeState]]  # node -> state -> NodeState
+    logs_needed: tuple[LogRequest, ...] = ()
+    # Each desired object's ref, computed once (``DesiredObject.ref`` builds it every time).
+    refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def ref(self, obj: desired.DesiredObject) -> desired.ObjectRef:
+        known = self.refs.get(id(obj))
+        return known[1] if known is not None and known[0] is obj else obj.ref
+
+    def state_of(self, node: str, state: str) -> NodeState:
+        """``state`` on ``node``; Pending for a node or state the walk does not know."""
+        return self.nodes.get(node, {}).get(state, PENDING)
+
+    def open_anywhere(self, state: str) -> bool:
+        return any(states[state].open for states in self.nodes.values())
+
+    def complete_states(self, node: str) -> tuple[str, ...]:
+        states = self.nodes[node]
+        return tuple(s for s in self.order if states[s].phase is Phase.COMPLETE)
+
+    def all_complete(self, node: str) -> bool:
+        return all(ns.phase is Phase.COMPLETE for ns in self.nodes[node].values())
