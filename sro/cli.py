@@ -221,16 +221,14 @@ def _render(args: argparse.Namespace) -> int:
         result = _render_live(sr, recipe, operator=operator, proxy=proxy)
     else:
         nodes = inventory.load(args.nodes.read_text(encoding="utf-8"), file=str(args.nodes))
-        result = pipeline.render_desired(
-            sr,
-            recipe,
-            nodes,
+        env = pipeline.Environment(
             cluster_version=args.cluster_version,
-            operator_info=operator,
+            operator=operator,
             proxy=proxy,
             is_namespaced=kinds.builtin_is_namespaced,
             is_served=kinds.builtin_is_served,
         )
+        result = pipeline.render_desired(sr, recipe, nodes, env=env)
     sys.stdout.write(printing.format_desired(result, recipe=recipe))
     for warning in result.warnings:
         _print_warning(warning, sys.stderr)
@@ -253,16 +251,14 @@ def _render_live(
     def is_served(api_version: str, kind: str) -> bool:
         return (api_version, kind) in scope
 
-    return pipeline.render_desired(
-        sr,
-        recipe,
-        nodes,
+    env = pipeline.Environment(
         cluster_version=version,
-        operator_info=operator,
+        operator=operator,
         proxy=proxy,
         is_namespaced=is_namespaced,
         is_served=is_served,
     )
+    return pipeline.render_desired(sr, recipe, nodes, env=env)
 
 
 async def _read_cluster() -> tuple[list[views.NodeView], str, dict[tuple[str, str], bool]]:

@@ -1,18 +1,23 @@
-"""Writes: server-side apply, status, deletes and dry runs, for any kind via discovery.
+"""The one writer: every change sro makes in the cluster, as a typed verb.
+
+The engine never builds a URL or a raw request: each kind of write it makes has a verb
+here (``apply``, ``create``, ``delete``, ``apply_status``, ``set_finalizers``,
+``patch_node``, ``post_event``) and so do its two reads that bypass the caches (``get``,
+``pod_log``). Paths come from discovery, and every request names its resource, so the
+``sro_api_requests_total`` metric says what each request touched.
 
 One constant field manager (``sro``) with ``force=true``: sro owns the fields it sets,
 an apply is idempotent, and there is no read-modify-write race. Every applied body is
 stamped with its desired hash (``sro.apply.diff``) so the next reconcile can tell,
-without a request, whether applying again would change anything; ``apply_if_needed``
-does that comparison against the cached live object. Status goes through the status
-subresource only. A 409 Conflict is retried from fresh state (a few attempts, jittered);
-other errors are raised as the typed errors of ``sro.errors``.
+without a request, whether applying again would change anything. Status goes through the
+status subresource only. A 409 Conflict on an apply is retried from fresh state (a few
+attempts, jittered); other errors are raised as the typed errors of ``sro.errors``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -77,18 +82,6 @@ class Writer:
                 return answer
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
-    async def apply_if_needed(
-        self, body: Mapping[str, Any], live: Mapping[str, Any] | None
-    ) -> dict[str, Any] | None:
-        """Apply only if it would change something (absent, changed, or drifted); None if skipped."""
-        if not diff.needs_apply(body, live):
-            return None
-        return await self.apply(body)
-
-    async def validate(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """A server-side dry run: raises ``Invalid`` (with field causes) if the server would refuse."""
-        return await self.apply(body, dry_run=True)
-
     async def apply_status(self, ref: desired.ObjectRef, status: Mapping[str, Any]) -> dict[str, Any]:
         """Server-side apply of ``status`` through the status subresource."""
         body = {
@@ -99,11 +92,44 @@ class Writer:
         }
         return await self.apply(body, subresource="status")
 
-    async def patch_status(self, ref: desired.ObjectRef, status: Mapping[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch of ``status`` through the status subresource."""
-        path, plural = await self._path(ref, subresource="status")
+    async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create ``body``; ``Conflict`` if it exists (what "never adopt" needs, unlike apply)."""
+        path, plural = await self._path(desired.ObjectRef.of(body), collection=True)
+        return await self._api.request("POST", path, body=dict(body), resource=plural)
+
+    async def set_finalizers(
+        self, ref: desired.ObjectRef, finalizers: Sequence[str], *, resource_version: str = ""
+    ) -> dict[str, Any]:
+        """Replace ``ref``'s finalizers with ``finalizers``; with ``resource_version`` a
+        concurrent edit of the list ends in ``Conflict``, never in a lost entry."""
+        path, plural = await self._path(ref)
+        meta: dict[str, Any] = {"finalizers": list(finalizers) or None}
+        if resource_version:
+            meta["resourceVersion"] = resource_version
         return await self._api.request(
-            "PATCH", path, body={"status": dict(status)}, content_type=http.MERGE_PATCH, resource=plural
+            "PATCH", path, body={"metadata": meta}, content_type=http.MERGE_PATCH, resource=plural
+        )
+
+    async def patch_node(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of Node ``name`` (a stale ``resourceVersion`` in it: ``Conflict``)."""
+        return await self._api.request(
+            "PATCH",
+            f"/api/v1/nodes/{name}",
+            body=dict(patch),
+            content_type=http.MERGE_PATCH,
+            resource="nodes",
+        )
+
+    async def post_event(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create an events.k8s.io/v1 Event. Not retried: a retry after a lost answer would
+        post it twice, and an Event is advisory."""
+        namespace = str((body.get("metadata") or {}).get("namespace", ""))
+        return await self._api.request(
+            "POST",
+            f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+            body=dict(body),
+            resource="events",
+            retry=False,
         )
 
     async def get(self, ref: desired.ObjectRef) -> dict[str, Any]:
@@ -129,18 +155,6 @@ class Writer:
             return False
         log.debug("deleted", object=str(ref), propagation=propagation)
         return True
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        content_type: str | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Any:
-        """A raw JSON request for what has no helper (Events, node patches, finalizers)."""
-        return await self._api.request(method, path, body=body, content_type=content_type, params=params)
 
     async def pod_log(self, *, namespace: str, name: str, container: str, limit_bytes: int) -> str:
         """The last part of a container's log (up to ``limit_bytes``)."""

@@ -34,7 +34,7 @@ async def owner(reader: ports.Reader, writer: ports.Writer, sr: sr_model.Special
     if cached is not None:
         return cached.owner
     try:
-        found = await writer.request("GET", f"/api/v1/namespaces/{sr.spec.namespace}")
+        found = await writer.get(ref(sr))
     except errors.NotFound:
         return None
     labels = (found.get("metadata") or {}).get("labels") or {}
@@ -48,7 +48,7 @@ async def create(writer: ports.Writer, sr: sr_model.SpecialResource) -> tuple[ou
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": sr.spec.namespace}}, sr
     )
     try:
-        await writer.request("POST", "/api/v1/namespaces", body=body)
+        await writer.create(body)
         log.info("namespace created", sr=sr.name, namespace=sr.spec.namespace)
     except errors.SroError as exc:
         return (outcomes.Failure(state="namespace", ref=desired.ObjectRef.of(body), error=exc),)

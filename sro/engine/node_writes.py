@@ -1,88 +1,48 @@
 """Carrying out the planner's node changes: one merge patch per node, sent.
 
-The patches themselves are built by the pure ``node_patches`` (labels by merge patch on
-sro's own keys only; taints with the node's resourceVersion and a record of which are
-sro's), so nothing here can clobber what the kubelet, NFD or an administrator set.
+The patches themselves are built by the pure ``sro.plan.node_patches`` (labels by merge
+patch on sro's own keys only; taints with the node's resourceVersion and a record of which
+are sro's), so nothing here can clobber what the kubelet, NFD or an administrator set.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 import structlog
 
 from sro import errors
-from sro.kube import http
+from sro.engine import ports
 from sro.model import views
-from sro.plan import lifecycle, node_patches
+from sro.plan import node_patches
 
 log = structlog.get_logger(__name__)
 
 
-def node_patch(node: views.NodeView, change: lifecycle.NodeChange, *, sr_name: str) -> dict[str, Any] | None:
-    """The one merge patch carrying out the planner's ``change`` on ``node`` (None: nothing to do).
-
-    Labels and annotations are taken as planned, minus what the node already shows;
-    ``change.taints`` (the SpecialResource's taints the node should carry, None to leave
-    them) goes through ``taint_patch``, which knows which taints are sro's to remove.
-    """
-    patch: dict[str, Any] = {"metadata": {}}
-    if change.taints is not None:
-        patch = node_patches.taint_patch(node, sr_name=sr_name, wanted=change.taints) or patch
-    labels = {k: v for k, v in change.labels.items() if node.labels.get(k) != v}
-    annotations = {k: v for k, v in change.annotations.items() if node.annotations.get(k) != v}
-    if labels:
-        patch["metadata"]["labels"] = labels
-    if annotations:
-        patch["metadata"].setdefault("annotations", {}).update(annotations)
-    if not patch["metadata"] and "spec" not in patch:
-        return None
-    return patch
-
-
-async def send(api: http.Requester, name: str, patch: Mapping[str, Any]) -> None:
-    """Send one node merge patch (a stale ``resourceVersion`` in it ends in ``Conflict``)."""
-    await api.request(
-        "PATCH", f"/api/v1/nodes/{name}", body=patch, content_type="application/merge-patch+json"
-    )
-    log.debug("node patched", node=name, patch=patch)
-
-
 async def carry_out(
-    api: http.Requester,
-    changes: Iterable[lifecycle.NodeChange],
+    writer: ports.Writer,
+    changes: Iterable[node_patches.NodeChange],
     *,
     sr_name: str,
     nodes: Iterable[views.NodeView],
-    blocked: frozenset[str] = frozenset(),
 ) -> tuple[tuple[str, errors.SroError], ...]:
-    """Send the planned node changes; (node, error) for each that failed.
+    """Send the planned node changes, one patch per node; (node, error) for each that failed.
 
-    States in ``blocked`` (left unwritten after a refusal) are never labelled ready, and
-    neither is ``complete``, whatever the plan thought of them.
+    A node that went away meanwhile is no failure. A change whose node shows it done
+    already sends nothing.
     """
     by_name = {n.name: n for n in nodes}
     failures: list[tuple[str, errors.SroError]] = []
-    held = {lifecycle.state_label(sr_name, s) for s in blocked}
-    if held:
-        held.add(lifecycle.complete_label(sr_name))
-    for planned in changes:
-        node = by_name.get(planned.node)
-        if node is None:
-            continue
-        change = planned
-        if held:
-            labels = {k: v for k, v in change.labels.items() if not (k in held and v is not None)}
-            change = dataclasses.replace(change, labels=labels)
-        patch = node_patch(node, change, sr_name=sr_name)
+    for change in changes:
+        node = by_name.get(change.node)
+        patch = node_patches.for_change(node, change, sr_name=sr_name) if node is not None else None
         if patch is None:
             continue
         try:
-            await send(api, node.name, patch)
+            await writer.patch_node(change.node, patch)
+            log.debug("node patched", sr=sr_name, node=change.node, patch=patch)
         except errors.NotFound:
-            continue  # the node went away meanwhile
+            continue
         except errors.SroError as exc:
-            failures.append((node.name, exc))
+            failures.append((change.node, exc))
     return tuple(failures)

@@ -3,9 +3,10 @@
 The SpecialResource engine is written against these three narrow protocols rather than
 against the manager, caches and clients directly, so the engine reads as the contract's
 reconcile steps and ``sro.app`` is the one place that knows how the runtime provides them.
-Reads come from caches, writes go to the API server; the one read the engine sends to the
-API server is for an operand namespace the cache cannot show (it caches only namespaces
-sro made, and one someone else made must be seen to be refused, never adopted).
+Reads come from caches, writes go to the API server as typed verbs (``sro.apply.ssa.Writer``
+implements them; there is no raw request). Two reads go to the API server: an operand
+namespace the cache cannot show (it caches only namespaces sro made, and one someone else
+made must be seen to be refused, never adopted), and container logs.
 """
 
 from __future__ import annotations
@@ -46,16 +47,30 @@ class Writer(Protocol):
         """Delete ``ref`` (precondition on ``uid`` when given); False if it was already gone."""
         ...
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        content_type: str | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Any:
-        """A raw JSON request (status, Events, node patches, finalizers)."""
+    async def create(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Create ``body``; ``Conflict`` if it already exists."""
+        ...
+
+    async def get(self, ref: desired.ObjectRef) -> Mapping[str, Any]:
+        """A fresh read from the API server; ``NotFound`` if absent."""
+        ...
+
+    async def apply_status(self, ref: desired.ObjectRef, status: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Server-side apply of ``status`` through the status subresource."""
+        ...
+
+    async def set_finalizers(
+        self, ref: desired.ObjectRef, finalizers: Sequence[str], *, resource_version: str = ""
+    ) -> Mapping[str, Any]:
+        """Replace the finalizer list, guarded by ``resource_version`` when given."""
+        ...
+
+    async def patch_node(self, name: str, patch: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A JSON merge patch of a Node."""
+        ...
+
+    async def post_event(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Create an Event (not retried)."""
         ...
 
     async def pod_log(self, *, namespace: str, name: str, container: str, limit_bytes: int) -> str:

@@ -1,17 +1,13 @@
 """The SpecialResource engine: one reconcile of one SpecialResource, start to end.
 
-This is the glue between the runtime (caches, API writes), the render core and the pure
-planner, in the order of the contract (sections 1, 5 and 6):
-
-1. read the SpecialResource from the cache and parse it (an unprocessable body is reported
-   on that object alone, never raised);
-2. deletion and ``managementState`` (``engine_teardown``), the finalizer;
-3. the operand namespace, which sro creates and never adopts;
-4. the recipe, 5. the nodes and the rendered ``DesiredState`` (any recipe error: Degraded,
-   nothing written);
-6. dependencies and conflicts between SpecialResources (pure checks);
-7. the observed state, 8. the plan and its writes (``engine_writes``, ``node_writes``),
-   status and Events (``sro.status.writer``).
+It reads as the contract's reconcile (sections 1, 5 and 6): **read** the SpecialResource,
+its recipe, the nodes and the peers from the caches; **render** the ``DesiredState``
+(``sro.hooks.pipeline``); **plan** (``sro.plan.planner``: every decision); **execute** the
+plan's writes (``writes``, ``node_writes``, ``pod_logs``); **finish** (``sro.plan.finish``
+folds what the writes reported into the final status) and write status and Events
+(``status_writes``). Deletion and ``managementState: Removed`` go to ``teardown``, which
+executes ``planner.plan_teardown`` the same way. Nothing here decides: a branch that
+chooses belongs in ``sro.plan``.
 
 Level-triggered: every pass recomputes everything from the caches. The only memory kept
 between passes is bookkeeping whose loss on a restart costs a retry or a log fetch
@@ -29,27 +25,20 @@ import structlog
 
 from sro import errors
 from sro.engine import namespace as namespace_
-from sro.engine import node_writes, pod_logs, ports, recipes, teardown, writes
+from sro.engine import node_writes, pod_logs, ports, recipes, status_writes, teardown, writes
 from sro.hooks import pipeline
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, outcomes, planner
+from sro.plan import finish, inputs, lifecycle, outcomes, planner
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
-from sro.status import summary
-from sro.status import writer as writer_
+from sro.status import events, summary
 
 log = structlog.get_logger(__name__)
 
-RECIPE_RECHECK = 30.0
-"""Seconds before a SpecialResource whose recipe failed, or comes from a drop-in directory,
-looks again: directories are not watched, so an added, fixed or edited recipe is noticed
-within this time without a restart (reading the cache and the files writes nothing)."""
 NAMESPACE_POLL = 2.0
 """Seconds between looks at an operand namespace that is still terminating."""
-TRANSIENT_BOUND = 180.0
-"""Seconds a transient write failure may persist before it is reported as ApplyFailed."""
 
 
 @dataclass(kw_only=True)
@@ -58,8 +47,7 @@ class _Memory:
 
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=dict)
     logs: dict[str, Mapping[str, str]] = field(default_factory=dict)
-    transient_since: datetime | None = None
-    transient_attempts: int = 0
+    transient: finish.Transient | None = None
     summary: tuple[object, ...] = ()  # what peers saw of it last time (see _note_summary)
 
 
@@ -90,7 +78,7 @@ class Engine:
         self._settings = settings
         self._enqueue = enqueue
         self._clock = clock
-        self._status = writer_.StatusWriter(writer)
+        self._status = status_writes.StatusWriter(writer, clock=clock)
         self._memory: dict[str, _Memory] = {}
         # name -> (the status the cache showed when this engine last wrote, what it wrote)
         self._written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
@@ -108,11 +96,15 @@ class Engine:
             sr = sr_model.parse(body)
         except errors.RecipeError as exc:
             generation = int((body.get("metadata") or {}).get("generation") or 0)
-            status = finish.degraded(
-                previous, previous, reason=exc.reason, message=str(exc), generation=generation, now=now
+            refused = planner.plan_refused(
+                previous=previous,
+                reason=exc.reason,
+                message=str(exc),
+                generation=generation,
+                now=now,
+                recheck=False,
             )
-            await self._write(key, body, previous, status, events=())
-            return None
+            return await self._conclude(key, body, previous=previous, status=refused.status)
         log.debug("reconciling", sr=sr.name, generation=sr.generation)
         memory = self._memory.setdefault(sr.name, _Memory())
         if sr.deleting:
@@ -120,16 +112,13 @@ class Engine:
         if sr_model.FINALIZER not in sr.finalizers:
             await teardown.add_finalizer(self._writer, sr)
         if sr.spec.management_state is sr_model.ManagementState.UNMANAGED:
-            status = summary.status_for_management(
-                previous, state="Unmanaged", generation=sr.generation, now=now
-            )
-            await self._write(sr.name, body, previous, status, events=())
-            return None
+            hands_off = planner.plan_unmanaged(previous=previous, generation=sr.generation, now=now)
+            return await self._conclude(sr.name, body, previous=previous, status=hands_off.status)
         if sr.spec.management_state is sr_model.ManagementState.REMOVED:
             return await teardown.remove(self._teardown_context(sr, previous), now=now)
         return await self._managed(sr, body, previous, memory, now=now)
 
-    # -- the managed path ---------------------------------------------------------
+    # -- the managed path: read, render, plan, execute, finish ------------------------
 
     async def _managed(
         self,
@@ -140,19 +129,22 @@ class Engine:
         *,
         now: datetime,
     ) -> float | None:
-        def fail(reason: str, message: str) -> dict[str, Any]:
-            return finish.degraded(
-                previous, previous, reason=reason, message=message, generation=sr.generation, now=now
+        async def refuse(reason: str, message: str) -> float | None:
+            refused = planner.plan_refused(
+                previous=previous, reason=reason, message=message, generation=sr.generation, now=now
+            )
+            return await self._conclude(
+                sr.name, body, previous=previous, status=refused.status, requeue_after=refused.requeue_after
             )
 
+        # read
         owner = await namespace_.owner(self._reader, self._writer, sr)
         if owner is not None and owner != sr.name:
-            message = (
+            return await refuse(
+                "NamespaceInUse",
                 f"namespace {sr.spec.namespace} exists and was not created for this SpecialResource; "
-                "sro never adopts a namespace"
+                "sro never adopts a namespace",
             )
-            await self._write(sr.name, body, previous, fail("NamespaceInUse", message), events=())
-            return RECIPE_RECHECK
         cached_namespace = self._reader.namespace(sr.spec.namespace)
         if cached_namespace is not None and cached_namespace.deleting:
             # Ours, still going away after a removal: nothing can be created in it until it is gone.
@@ -161,84 +153,87 @@ class Engine:
         try:
             recipe = self._library.get(sr.spec.recipe)
         except errors.RecipeError as exc:
-            await self._write(sr.name, body, previous, fail(exc.reason, str(exc)), events=())
-            return RECIPE_RECHECK
-
+            return await refuse(exc.reason, str(exc))
         all_nodes = self._reader.nodes()
-        peers = self._peers(sr, recipe, all_nodes)
-        me = next(p for p in peers if p.name == sr.name)
-        self._note_summary(sr.name, me, memory)
-        conflict = inputs.conflict_report(sr.name, peers)
-        deps = inputs.dependency_report(sr.name, peers)
-        pool = [n for n in all_nodes if n.name not in conflict.excluded]
-        try:
-            rendered = await self._render(sr, recipe, pool)
-            wanted = inputs.excluding(inputs.with_priority_classes(rendered, sr), conflict.excluded)
-        except errors.RecipeError as exc:
-            await self._write(sr.name, body, previous, fail(exc.reason, str(exc)), events=())
-            return RECIPE_RECHECK
+        summaries = self._peers(sr, recipe, all_nodes)
+        self._note_summary(sr.name, summaries[0], memory)
+        peers = inputs.peers(sr.name, summaries)
 
-        report = await namespace_.create(self._writer, sr) if owner is None else ()
+        # render
+        try:
+            wanted = await self._render(sr, recipe, all_nodes, keep_off=peers.conflict.excluded)
+        except errors.RecipeError as exc:
+            return await refuse(exc.reason, str(exc))
+        failures: list[outcomes.Failure] = []
+        if owner is None:
+            failures.extend(await namespace_.create(self._writer, sr))
         for api_version, kind in sorted({(o.ref.api_version, o.ref.kind) for o in wanted.objects}):
             await self._kinds.ensure_watched(api_version, kind)
 
-        seen = self._observe(
-            sr, wanted=wanted, all_nodes=all_nodes, recipe=recipe, previous=previous, memory=memory
+        # plan
+        seen = inputs.observe(
+            sr,
+            wanted=wanted,
+            nodes=all_nodes,
+            owned=self._reader.owned(sr.name),
+            namespace_pods=self._reader.pods(sr.spec.namespace),
+            previous=previous,
+            recipe_source=str(recipe.source),
+            logs=dict(memory.logs),
+            retries=memory.retries,
         )
+        live_uids = {p.uid for p in seen.pods}
+        memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
         planned = planner.plan(wanted, seen, now=now)
         memory.retries = dict(planned.retries)
 
-        live_views = {v.ref: v for v in self._reader.owned(sr.name)}
-        opening = writes.opening_states(wanted, seen.objects, planned.apply)
+        # execute
         applied = await writes.apply_objects(
             self._writer,
             planned.apply,
             sr=sr,
-            live=live_views,
-            present=seen.objects,
-            opening=opening,
-            states=wanted.states,
+            live={v.ref: v for v in self._reader.owned(sr.name)},
+            opening=planned.opening,
+            blocks=planned.blocks,
         )
-        stale_pods = writes.outdated_pods(seen.objects, seen.pods)
-        deleted = await writes.delete_objects(self._writer, (*planned.delete, *stale_pods), sr_name=sr.name)
+        deleted = await writes.delete_objects(self._writer, planned.delete, sr_name=sr.name)
         node_failures = await node_writes.carry_out(
             self._writer,
-            planned.node_labels,
+            lifecycle.held_back(planned.node_labels, sr_name=sr.name, blocked=applied.blocked_states),
             sr_name=sr.name,
             nodes=all_nodes,
-            blocked=applied.blocked_states,
         )
         fetched = await pod_logs.fetch(self._writer, planned.logs_needed, memory.logs)
+        failures.extend((*applied.failures, *deleted.failures))
+        failures.extend(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures)
 
-        failures = (
-            *report,
-            *applied.failures,
-            *deleted.failures,
-            *(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
-        )
-        status, retry_in = finish.finish(
-            planned.status,
-            previous,
-            conflict=conflict,
-            deps=deps,
-            failures=failures,
-            transient=self._transient(memory, failures, now=now),
+        # finish
+        done = finish.finish(
+            planned,
+            finish.Outcomes(failures=tuple(failures), logs_fetched=fetched),
+            previous=previous,
+            peers=peers,
+            transient=memory.transient,
             generation=sr.generation,
             now=now,
         )
-        events = finish.events_for(previous, status, planned)
-        await self._write(sr.name, body, previous, status, events=events)
-        delays = [d for d in (planned.requeue_after, retry_in, 0.5 if fetched else None) if d is not None]
-        if any(f.permanent for f in failures) or recipe.source is recipe_.Source.DIRECTORY:
-            delays.append(RECIPE_RECHECK)  # drop-in directories are not watched: look again
-        return min(delays) if delays else None
+        memory.transient = done.transient
+        return await self._conclude(
+            sr.name,
+            body,
+            previous=previous,
+            status=done.status,
+            events_=done.events,
+            requeue_after=done.requeue_after,
+        )
 
     # -- steps ----------------------------------------------------------------------
 
     def _peers(
         self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, nodes: Sequence[views.NodeView]
     ) -> list[inputs.PeerSummary]:
-        """Every parseable SpecialResource, summarised for dependency and conflict checks."""
+        """This SpecialResource first, then every other parseable one, summarised for
+        dependency and conflict checks."""
         out = [inputs.summarise(sr, recipe_selector=recipe.node_selector, nodes=nodes)]
         for other_body in self._reader.special_resources():
             try:
@@ -256,9 +251,9 @@ class Engine:
 
     def _note_summary(self, name: str, me: inputs.PeerSummary, memory: _Memory) -> None:
         """When what others see of this SpecialResource changes, they must look again."""
-        summary = (me.recipe, me.created, me.dependencies, me.nodes, me.managed)
-        if summary != memory.summary:
-            memory.summary = summary
+        seen_by_peers = (me.recipe, me.created, me.dependencies, me.nodes, me.managed)
+        if seen_by_peers != memory.summary:
+            memory.summary = seen_by_peers
             self._wake_peers(name, reason="selection changed")
 
     def _wake_peers(self, name: str, *, reason: str) -> None:
@@ -269,21 +264,23 @@ class Engine:
         log.debug("peers woken", sr=name, reason=reason)
 
     async def _render(
-        self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, pool: list[views.NodeView]
+        self,
+        sr: sr_model.SpecialResource,
+        recipe: recipe_.Recipe,
+        nodes: Sequence[views.NodeView],
+        *,
+        keep_off: frozenset[str],
     ) -> desired.DesiredState:
-        version, _, _ = self._kinds.cluster_version()
-
         def render() -> desired.DesiredState:
-            return pipeline.render_desired(
-                sr,
-                recipe,
-                pool,
-                cluster_version=version,
-                operator_info=self._settings.operator,
+            env = pipeline.Environment(
+                cluster_version=self._kinds.cluster_version()[0],
+                operator=self._settings.operator,
                 proxy=self._settings.proxy,
                 is_namespaced=self._kinds.is_namespaced,
                 is_served=self._kinds.is_served,
+                keep_off=keep_off,
             )
+            return pipeline.render_desired(sr, recipe, nodes, env=env)
 
         try:
             return render()
@@ -298,57 +295,6 @@ class Engine:
         if refresh is None:
             return False
         return bool(await refresh())
-
-    def _observe(
-        self,
-        sr: sr_model.SpecialResource,
-        *,
-        wanted: desired.DesiredState,
-        all_nodes: Sequence[views.NodeView],
-        recipe: recipe_.Recipe,
-        previous: Mapping[str, Any],
-        memory: _Memory,
-    ) -> observed_.Observed:
-        selected = frozenset(wanted.nodes)
-        # The operand namespace is sro's but not the recipe's: the planner must not see it
-        # as an object no longer desired (teardown sees it and deletes it last).
-        owned = [v for v in self._reader.owned(sr.name) if v.ref != namespace_.ref(sr)]
-        namespace_pods = self._reader.pods(sr.spec.namespace)
-        objects = {
-            **inputs.live_objects(owned),
-            **inputs.pod_objects(inputs.owned_pods(namespace_pods, sr_name=sr.name)),
-        }
-        pods = inputs.relevant_pods(namespace_pods, owned=objects, sr_name=sr.name)
-        live_uids = {p.uid for p in pods}
-        memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
-        return observed_.Observed(
-            generation=sr.generation,
-            nodes={n.name: n for n in all_nodes if n.name in selected},
-            departed=inputs.departed(sr.name, all_nodes, selected=selected),
-            objects=objects,
-            pods=pods,
-            logs=dict(memory.logs),
-            retries=memory.retries,
-            previous_status=previous,
-            taints=inputs.sr_taints(sr),
-            recipe_source=str(recipe.source),
-        )
-
-    def _transient(
-        self, memory: _Memory, failures: tuple[outcomes.Failure, ...], *, now: datetime
-    ) -> finish.Transient | None:
-        if not any(not f.permanent for f in failures):
-            memory.transient_since, memory.transient_attempts = None, 0
-            return None
-        if memory.transient_since is None:
-            memory.transient_since = now
-        memory.transient_attempts += 1
-        persisted = (now - memory.transient_since).total_seconds()
-        return finish.Transient(
-            since=memory.transient_since,
-            attempts=memory.transient_attempts,
-            expired=persisted > TRANSIENT_BOUND,
-        )
 
     def _teardown_context(
         self, sr: sr_model.SpecialResource, previous: Mapping[str, Any]
@@ -365,23 +311,29 @@ class Engine:
         """
         cached: Mapping[str, Any] = body.get("status") or {}
         memo = self._written.get(name)
-        if memo is not None and writer_.unchanged(cached, memo[0]) and not writer_.unchanged(cached, memo[1]):
+        if (
+            memo is not None
+            and not summary.status_changed(cached, memo[0])
+            and summary.status_changed(cached, memo[1])
+        ):
             return memo[1]
         return cached
 
-    async def _write(
+    async def _conclude(
         self,
         name: str,
         body: Mapping[str, Any],
+        *,
         previous: Mapping[str, Any],
         status: Mapping[str, Any],
-        *,
-        events: Sequence[writer_.EventLike],
-    ) -> None:
-        """Status first (only if changed), then the Events that status records."""
+        events_: Sequence[events.Event] = (),
+        requeue_after: float | None = None,
+    ) -> float | None:
+        """Status first (only if changed), then the Events that status records; the requeue."""
         written = await self._status.write_status(name=name, current=previous, status=status)
         if written:
             self._written[name] = (dict(body.get("status") or {}), dict(status))
-        if written and events:
+        if written and events_:
             uid = str((body.get("metadata") or {}).get("uid", ""))
-            await self._status.emit(sr_name=name, sr_uid=uid, events=events)
+            await self._status.emit(sr_name=name, sr_uid=uid, events_=events_)
+        return requeue_after

@@ -18,7 +18,7 @@ retry with backoff and show it; other states go on in both cases.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from sro import errors
 from sro.apply import diff
 from sro.cache import projections
 from sro.engine import ports
-from sro.model import desired, views
+from sro.model import desired
 from sro.model import specialresource as sr_model
 from sro.plan import lifecycle, outcomes
 
@@ -65,43 +65,20 @@ def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[st
     return {**body, "metadata": meta}
 
 
-def after_closure(blocked: set[str] | frozenset[str], states: Sequence[desired.StateSpec]) -> set[str]:
-    """Every state that comes, directly or not, after one of ``blocked``."""
-    out: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for spec in states:
-            if spec.name not in out and any(a in blocked or a in out for a in spec.after):
-                out.add(spec.name)
-                changed = True
-    return out
-
-
-def opening_states(
-    wanted: desired.DesiredState,
-    live: Mapping[desired.ObjectRef, Any],
-    planned: Iterable[desired.DesiredObject],
-) -> frozenset[str]:
-    """States the plan writes to for the first time: none of their desired objects exists."""
-    started = {o.state for o in wanted.objects if o.ref in live}
-    return frozenset(o.state for o in planned if o.state not in started)
-
-
 async def apply_objects(
     writer: ports.Writer,
     planned: Sequence[desired.DesiredObject],
     *,
     sr: sr_model.SpecialResource,
     live: Mapping[desired.ObjectRef, projections.ObjectView],
-    present: Mapping[desired.ObjectRef, Any],
     opening: frozenset[str],
-    states: Sequence[desired.StateSpec] = (),
+    blocks: Mapping[str, frozenset[str]],
 ) -> WriteReport:
-    """Apply the plan's objects in its order; dry-run opening states first.
+    """Apply the plan's objects in its order; dry-run the plan's ``opening`` states first.
 
-    A state the dry-run refused is not written, and neither is any state after it (the
-    planner may think it complete: its objects may not gate readiness).
+    A state whose dry-run or write is refused for good is not written, and neither are the
+    states the plan says it ``blocks``; each object is sent only when ``apply.diff`` says
+    the apply would change something.
     """
     bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
     failures: list[outcomes.Failure] = []
@@ -120,13 +97,11 @@ async def apply_objects(
                 outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source)
             )
             blocked.add(obj.state)
-    blocked |= after_closure(blocked, states)
+    blocked.update(*(blocks.get(state, ()) for state in list(blocked)))
     applied = 0
     for obj, body in bodies:
         if obj.state in blocked:
             continue
-        if obj.kind == "Pod" and obj.ref in present:
-            continue  # a pod's spec is immutable: the planner recreates one that must change
         current = live.get(obj.ref)
         if not diff.needs_apply(body, current.body if current is not None else None):
             continue
@@ -136,37 +111,10 @@ async def apply_objects(
         except errors.SroError as exc:
             failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
             if outcomes.is_permanent(exc):
-                blocked.add(obj.state)
+                blocked.update((obj.state, *blocks.get(obj.state, ())))
     if applied:
         log.info("objects applied", sr=sr.name, count=applied)
     return WriteReport(applied=applied, failures=tuple(failures), blocked_states=frozenset(blocked))
-
-
-def outdated_pods(
-    objects: Mapping[desired.ObjectRef, Any], pods: Iterable[views.PodView]
-) -> tuple[lifecycle.Deletion, ...]:
-    """Pods of owned DaemonSets made from an older pod template.
-
-    A DaemonSet with the ``OnDelete`` strategy (how driver DaemonSets avoid unloading a
-    driver on every edit) never replaces its pods by itself, and readiness only counts
-    pods of the current template: after a template change (a recipe edit, ``set``, or
-    putting back a drifted field) the old pods are deleted so the node runs the new one
-    and walks the states after it again. A RollingUpdate DaemonSet does this itself.
-    """
-    by_uid = {live.uid: live for live in objects.values() if live.ref.kind == "DaemonSet" and live.uid}
-    out = []
-    for pod in pods:
-        live = by_uid.get(pod.owner_uid) if pod.owner_kind == "DaemonSet" else None
-        if live is None or pod.deleting or live.deleting or not pod.template_generation:
-            continue
-        if pod.template_generation != str(live.template_generation):
-            ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name)
-            reason = (
-                f"made from template generation {pod.template_generation} of {live.ref}, "
-                f"now {live.template_generation}"
-            )
-            out.append(lifecycle.Deletion(ref=ref, uid=pod.uid, reason=reason))
-    return tuple(out)
 
 
 async def delete_objects(

@@ -35,6 +35,7 @@ class Context:
     is_served: kinds.IsServed
     problems: problems_.Problems
     texts: Mapping[errors.Location, str] = dataclasses.field(default_factory=dict)  # document sources
+    keep_off: frozenset[str] = frozenset()  # nodes an earlier SpecialResource of the recipe keeps
 
     def locate(self, obj: desired.DesiredObject, needle: str) -> errors.Location:
         """The line of ``obj``'s source document that first contains ``needle`` (else its first line)."""

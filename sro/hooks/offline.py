@@ -82,18 +82,16 @@ def check_recipe(
     """Render ``recipe`` (for ``sr``, or a default one) on representative nodes; every problem."""
     sr = sr or synthetic_sr(recipe.name)
     selector = pipeline.effective_selector(sr, recipe)
-    _, found = pipeline.collect_desired(
-        sr,
-        recipe,
-        representative_nodes(selector),
+    env = pipeline.Environment(
         cluster_version=cluster_version,
-        operator_info=values.OperatorInfo(namespace="sro-system", image="sro:lint", version="lint"),
+        operator=values.OperatorInfo(namespace="sro-system", image="sro:lint", version="lint"),
         proxy=values.ProxySettings(
             http="http://proxy.lint:3128", https="http://proxy.lint:3128", no_proxy=".cluster.local"
         ),
         is_namespaced=kinds.builtin_is_namespaced,
         is_served=kinds.builtin_is_served,
     )
+    _, found = pipeline.collect_desired(sr, recipe, representative_nodes(selector), env=env)
     return Report(errors=tuple(found.errors), warnings=tuple(found.warnings))
 
 

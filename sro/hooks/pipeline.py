@@ -11,6 +11,7 @@ document makes the whole recipe fail before anything is written. The output is s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from sro import errors
 from sro.hooks import base, keys, registry
@@ -53,30 +54,35 @@ def select_nodes(nodes: Sequence[views.NodeView], selector: Mapping[str, str]) -
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Environment:
+    """What a render needs besides the SpecialResource, its recipe and the nodes: the
+    cluster's facts, the operator's settings, and the nodes a conflict keeps it off.
+
+    ``sro run`` builds one from discovery and its settings, ``sro render`` and ``sro lint``
+    from flags and the built-in kind tables; the render itself cannot tell them apart.
+    """
+
+    cluster_version: str
+    operator: values.OperatorInfo
+    proxy: values.ProxySettings
+    is_namespaced: kinds.IsNamespaced
+    is_served: kinds.IsServed
+    limits: templates.Limits = _LIMITS
+    keep_off: frozenset[str] = frozenset()
+    """Nodes an earlier SpecialResource of the same recipe keeps (``sro.plan.conflicts``):
+    never selected, and DaemonSets are kept off them (``hooks.keep_off``)."""
+
+
 def render_desired(
     sr: srmodel.SpecialResource,
     recipe: recipe_.Recipe,
     nodes: Sequence[views.NodeView],
     *,
-    cluster_version: str,
-    operator_info: values.OperatorInfo,
-    proxy: values.ProxySettings,
-    is_namespaced: kinds.IsNamespaced,
-    is_served: kinds.IsServed,
-    limits: templates.Limits = _LIMITS,
+    env: Environment,
 ) -> desired.DesiredState:
     """Everything ``sr`` wants on ``nodes``; raises the first RecipeError (others as notes)."""
-    state, found = collect_desired(
-        sr,
-        recipe,
-        nodes,
-        cluster_version=cluster_version,
-        operator_info=operator_info,
-        proxy=proxy,
-        is_namespaced=is_namespaced,
-        is_served=is_served,
-        limits=limits,
-    )
+    state, found = collect_desired(sr, recipe, nodes, env=env)
     found.raise_first()
     assert state is not None
     return state
@@ -87,39 +93,37 @@ def collect_desired(
     recipe: recipe_.Recipe,
     nodes: Sequence[views.NodeView],
     *,
-    cluster_version: str,
-    operator_info: values.OperatorInfo,
-    proxy: values.ProxySettings,
-    is_namespaced: kinds.IsNamespaced,
-    is_served: kinds.IsServed,
-    limits: templates.Limits = _LIMITS,
+    env: Environment,
 ) -> tuple[desired.DesiredState | None, problems_.Problems]:
     """Like ``render_desired`` but returns every problem found instead of raising."""
     found = problems_.Problems(warnings=list(recipe.warnings))
     selector = effective_selector(sr, recipe)
-    selected = select_nodes(nodes, selector)
+    selected = select_nodes([n for n in nodes if n.name not in env.keep_off], selector)
     groups = kernels.group_nodes(selected)
     inputs = values.Inputs(
         sr=sr,
         recipe_name=recipe.name,
         set_values=values.merge(dict(recipe.defaults), dict(sr.spec.set)),
         node_selector=selector,
-        cluster=values.ClusterInfo(version=cluster_version),
-        operator=operator_info,
-        proxy=proxy,
+        cluster=values.ClusterInfo(version=env.cluster_version),
+        operator=env.operator,
+        proxy=env.proxy,
     )
-    objects = engine.render_documents(recipe, inputs, groups=groups.values(), limits=limits, problems=found)
+    objects = engine.render_documents(
+        recipe, inputs, groups=groups.values(), limits=env.limits, problems=found
+    )
     ctx = base.Context(
         sr=sr,
         recipe=recipe,
         node_selector=selector,
         nodes=selected,
         groups=groups,
-        proxy=proxy,
-        is_namespaced=is_namespaced,
-        is_served=is_served,
+        proxy=env.proxy,
+        is_namespaced=env.is_namespaced,
+        is_served=env.is_served,
         problems=found,
         texts={d.location: d.text for s in recipe.states for d in s.documents},
+        keep_off=env.keep_off,
     )
     objects = [o for o in objects if keys.validate(o, registry.HOOKS, ctx=ctx)]
     for hook in registry.HOOKS:

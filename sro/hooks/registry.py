@@ -1,30 +1,36 @@
 """Every hook, in the order they run. Adding a hook is one module and one line here.
 
-The order matters: copies are made first (kernel groups, then nodes) so every later hook
-sees each copy; unserved optional kinds are dropped before scope is looked up; placement
-comes after ownership so it sees final names and namespaces; the wait flags come last.
+The order matters: the SpecialResource's own PriorityClasses join first; then copies are
+made (kernel groups, then nodes) so every later hook sees each copy; unserved optional
+kinds are dropped before scope is looked up; placement comes after ownership so it sees
+final names and namespaces, and keep-off after placement, whose node affinity it extends;
+the wait flags come last.
 """
 
 from __future__ import annotations
 
 from sro.hooks import (
     base,
+    keep_off,
     kernel_affine,
     optional,
     ownership,
     per_node,
     placement,
+    priority_classes,
     proxy,
     wait,
     wait_for_logs,
 )
 
 HOOKS: tuple[base.Hook, ...] = (
+    base.Hook(name="priority-classes", apply=priority_classes.apply),
     base.Hook(name="kernel-affine", annotation=kernel_affine.ANNOTATION, apply=kernel_affine.apply),
     base.Hook(name="per-node", annotation=per_node.ANNOTATION, apply=per_node.apply),
     base.Hook(name="optional", annotation=optional.ANNOTATION, apply=optional.apply),
     base.Hook(name="ownership", apply=ownership.apply),
     base.Hook(name="placement", apply=placement.apply),
+    base.Hook(name="keep-off", apply=keep_off.apply),
     base.Hook(name="proxy", annotation=proxy.ANNOTATION, apply=proxy.apply),
     base.Hook(name="wait", annotation=wait.ANNOTATION, apply=wait.apply),
     base.Hook(

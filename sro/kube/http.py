@@ -36,21 +36,6 @@ APPLY_PATCH = "application/apply-patch+yaml"
 _ERROR_BODY_LIMIT = 64 * 1024
 
 
-class Requester(Protocol):
-    """A raw JSON request answering the decoded body: what writers of status, Events and
-    node patches need, satisfied by ``Api`` and by ``sro.apply.ssa.Writer``."""
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        content_type: str | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Any: ...
-
-
 class ApiMetrics(Protocol):
     def api_request(self, *, verb: str, resource: str, code: str) -> None: ...
 

@@ -1,16 +1,20 @@
-"""The status a reconcile ends with: the plan's, unless something outranks it.
+"""The end of a reconcile: the plan's status, unless what the writes reported outranks it.
 
-The planner computes the status from the walk of the nodes. The engine knows a few things
-the planner does not, and each of them makes the SpecialResource Degraded with its own
-reason while the rows (recipe, nodes, kernels, states) still describe the walk:
+The planner computes the status from the walk of the nodes before anything is written.
+The writes then report what the API server made of them (``outcomes.Failure``), and the
+peers (other SpecialResources) may hold this one back. Each of these makes the
+SpecialResource Degraded with its own reason while the rows (recipe, nodes, kernels,
+states) still describe the walk, in this order of precedence:
 
-* a write the API server refused (``ApplyFailed``, with the server's message), or a
-  transient failure that persisted past the bound;
-* a dependency missing or in a cycle (``DependencyMissing`` / ``DependencyCycle``);
-* nodes lost to an earlier SpecialResource of the same recipe (``ConflictingNodeSelector``).
+1. a write the API server refused (``ApplyFailed``, with the server's message), or a
+   transient failure that persisted past ``TRANSIENT_BOUND``;
+2. a dependency missing or in a cycle (``DependencyMissing`` / ``DependencyCycle``);
+3. nodes lost to an earlier SpecialResource of the same recipe (``ConflictingNodeSelector``).
 
 A transient failure still within the bound is not Degraded: it shows in the message of
-the state it concerns, and the engine retries with backoff.
+the state it concerns, and the engine retries with backoff. ``finish`` also owns the
+Events (the plan's when its status stands, else the transitions to the final status) and
+when to look again.
 
 Pure. Condition times follow the status actually stored (``previous``), so recomputing an
 unchanged world changes nothing and writes nothing.
@@ -19,39 +23,58 @@ unchanged world changes nothing and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sro.plan import conflicts, dependencies, outcomes, planner
 from sro.status import events, summary
 
+TRANSIENT_BOUND = 180.0
+"""Seconds a transient write failure may persist before it is reported as ApplyFailed."""
+RECIPE_RECHECK = planner.RECIPE_RECHECK
 _FAILURES_SHOWN = 3
 _NODES_SHOWN = 5
 _RETRY_CAP = 30.0
+_LOG_FETCHED = 0.5  # a fetched log tail may complete a state: look again soon
 
 
 @dataclass(frozen=True, kw_only=True)
 class Transient:
-    """A run of transient write failures: since when, how many passes, past the bound or not."""
+    """A run of transient write failures: since when, and how many passes."""
 
     since: datetime
     attempts: int
-    expired: bool
+
+    def expired(self, now: datetime) -> bool:
+        return (now - self.since).total_seconds() > TRANSIENT_BOUND
 
 
-def degraded(
-    base: Mapping[str, Any],
-    previous: Mapping[str, Any],
-    *,
-    reason: str,
-    message: str,
-    generation: int,
-    now: datetime,
-) -> dict[str, Any]:
-    """Degraded with ``reason``: rows from ``base``, condition times from ``previous``."""
-    mixed = {**base, "conditions": list(previous.get("conditions") or ())}
-    return summary.status_for_error(mixed, reason=reason, message=message, generation=generation, now=now)
+@dataclass(frozen=True, kw_only=True)
+class Outcomes:
+    """What executing a plan reported: every write not taken, and whether log tails changed."""
+
+    failures: tuple[outcomes.Failure, ...] = ()
+    logs_fetched: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Peers:
+    """What other SpecialResources say of this one: conflicts and dependencies."""
+
+    conflict: conflicts.ConflictReport = field(default_factory=conflicts.ConflictReport)
+    deps: dependencies.DependencyReport = field(default_factory=dependencies.DependencyReport)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    """The status to write, the Events it records, when to look again, and the run of
+    transient failures to remember for the next pass."""
+
+    status: Mapping[str, Any]
+    events: tuple[events.Event, ...]
+    requeue_after: float | None
+    transient: Transient | None
 
 
 def _describe(failures: Sequence[outcomes.Failure]) -> str:
@@ -60,39 +83,76 @@ def _describe(failures: Sequence[outcomes.Failure]) -> str:
     return f"{shown} (and {more} more)" if more > 0 else shown
 
 
+def _transient(
+    before: Transient | None, failures: Sequence[outcomes.Failure], *, now: datetime
+) -> Transient | None:
+    if not any(not f.permanent for f in failures):
+        return None
+    if before is None:
+        return Transient(since=now, attempts=1)
+    return Transient(since=before.since, attempts=before.attempts + 1)
+
+
 def finish(
-    planned: Mapping[str, Any],
-    previous: Mapping[str, Any],
+    planned: planner.Plan,
+    done: Outcomes,
     *,
-    conflict: conflicts.ConflictReport,
-    deps: dependencies.DependencyReport,
-    failures: Sequence[outcomes.Failure],
+    previous: Mapping[str, Any],
+    peers: Peers,
     transient: Transient | None,
     generation: int,
     now: datetime,
-) -> tuple[Mapping[str, Any], float | None]:
-    """The status to write and, for transient failures, seconds until the retry."""
+) -> Finished:
+    """The final status, Events and requeue of a managed pass, given what its writes did."""
+    failures = done.failures
     permanent = [f for f in failures if f.permanent]
     passing = [f for f in failures if not f.permanent]
-
-    planned = _with_waiting_nodes(planned, deps)
+    run = _transient(transient, failures, now=now)
+    status = _with_waiting_nodes(planned.status, peers.deps)
 
     def fail(reason: str, message: str) -> dict[str, Any]:
-        return degraded(planned, previous, reason=reason, message=message, generation=generation, now=now)
+        return summary.degraded(
+            status, previous, reason=reason, message=message, generation=generation, now=now
+        )
 
-    retry_in = min(2.0 ** min(transient.attempts, 8), _RETRY_CAP) if transient else None
     if permanent:
-        return fail("ApplyFailed", _describe(permanent)), retry_in
-    if transient is not None and transient.expired:
-        since = transient.since.strftime("%H:%M:%SZ")
-        return fail("ApplyFailed", f"failing since {since}: {_describe(passing)}"), retry_in
-    if not deps.ok:
-        return fail(deps.reason, deps.message()), retry_in
-    if not conflict.ok:
-        return fail("ConflictingNodeSelector", conflict.message()), retry_in
-    if passing:
-        return _with_retry_messages(planned, passing), retry_in
-    return planned, None
+        status = fail("ApplyFailed", _describe(permanent))
+    elif run is not None and run.expired(now):
+        since = run.since.strftime("%H:%M:%SZ")
+        status = fail("ApplyFailed", f"failing since {since}: {_describe(passing)}")
+    elif not peers.deps.ok:
+        status = fail(peers.deps.reason, peers.deps.message())
+    elif not peers.conflict.ok:
+        status = fail("ConflictingNodeSelector", peers.conflict.message())
+    elif passing:
+        status = _with_retry_messages(status, passing)
+    delays = [
+        d
+        for d in (
+            planned.requeue_after,
+            min(2.0 ** min(run.attempts, 8), _RETRY_CAP) if run is not None else None,
+            _LOG_FETCHED if done.logs_fetched else None,
+            RECIPE_RECHECK if permanent else None,
+        )
+        if d is not None
+    ]
+    return Finished(
+        status=status,
+        events=_events(previous, status, planned),
+        requeue_after=min(delays) if delays else None,
+        transient=run,
+    )
+
+
+def _events(
+    previous: Mapping[str, Any], status: Mapping[str, Any], planned: planner.Plan
+) -> tuple[events.Event, ...]:
+    """The plan's Events when its status stands; else the transitions to the final status
+    (plus the plan's report of removed objects, which no status comparison can find)."""
+    if status is planned.status:
+        return planned.events
+    removed = tuple(e for e in planned.events if e.reason == events.OBJECTS_REMOVED)
+    return (*events.transitions(previous, status), *removed)
 
 
 def _with_waiting_nodes(status: Mapping[str, Any], deps: dependencies.DependencyReport) -> Mapping[str, Any]:
@@ -135,14 +195,3 @@ def _with_retry_messages(status: Mapping[str, Any], failures: Sequence[outcomes.
         old = str(first.get("message") or "")
         rows[0] = {**first, "message": f"{old}; {text}" if old else text}
     return {**status, "states": rows}
-
-
-def events_for(
-    previous: Mapping[str, Any], status: Mapping[str, Any], planned: planner.Plan
-) -> tuple[events.Event, ...]:
-    """The plan's Events when its status stands; else the transitions to the final status
-    (plus the plan's report of removed objects, which no status comparison can find)."""
-    if status is planned.status:
-        return planned.events
-    removed = tuple(e for e in planned.events if e.reason == events.OBJECTS_REMOVED)
-    return (*events.transitions(previous, status), *removed)

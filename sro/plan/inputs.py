@@ -16,20 +16,16 @@ be read in one place:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from sro.cache import projections
-from sro.errors import Location
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import conflicts, dependencies, lifecycle, node_patches
+from sro.plan import conflicts, dependencies, finish, lifecycle, node_patches
 from sro.plan import observed as observed_
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def matches(node: views.NodeView, selector: Mapping[str, str]) -> bool:
@@ -172,68 +168,71 @@ def _controller_kind(body: Mapping[str, Any]) -> str:
     return ""
 
 
-def with_priority_classes(wanted: desired.DesiredState, sr: sr_model.SpecialResource) -> desired.DesiredState:
-    """``wanted`` plus the SpecialResource's ``spec.priorityClasses`` (soft partitioning).
+def peers(name: str, summaries: Iterable[PeerSummary]) -> finish.Peers:
+    """What the other SpecialResources say of ``name``: conflicts and dependencies."""
+    summaries = tuple(summaries)
+    return finish.Peers(conflict=conflict_report(name, summaries), deps=dependency_report(name, summaries))
 
-    They belong to the first state, so they exist as soon as anything runs, and gate
-    nothing; being desired objects, the planner deletes them like any other when they
-    leave the spec, and teardown removes them with the rest.
+
+def namespace_ref(sr: sr_model.SpecialResource) -> desired.ObjectRef:
+    """The operand namespace, as an object sro makes (and teardown deletes last)."""
+    return desired.ObjectRef(api_version="v1", kind="Namespace", namespace="", name=sr.spec.namespace)
+
+
+def observe(
+    sr: sr_model.SpecialResource,
+    *,
+    wanted: desired.DesiredState,
+    nodes: Iterable[views.NodeView],
+    owned: Iterable[projections.ObjectView],
+    namespace_pods: Iterable[views.PodView],
+    previous: Mapping[str, Any],
+    recipe_source: str,
+    logs: Mapping[str, Mapping[str, str]] = MappingProxyType({}),
+    retries: Mapping[desired.ObjectRef, observed_.Retry] = MappingProxyType({}),
+) -> observed_.Observed:
+    """The managed pass's ``Observed``, from what the caches hand out.
+
+    The operand namespace is sro's but not the recipe's: the planner must not see it as an
+    object no longer desired (teardown sees it and deletes it last).
     """
-    if not sr.spec.priority_classes or not wanted.states:
-        return wanted
-    first = wanted.states[0].name
-    extra = tuple(
-        desired.DesiredObject(
-            body={
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": pc.name, "labels": {projections.OWNER_LABEL: sr.name}},
-                "value": pc.value,
-                "globalDefault": False,
-                **({"description": pc.description} if pc.description else {}),
-            },
-            state=first,
-            source=Location(file=f"SpecialResource {sr.name} spec.priorityClasses[{i}]"),
-            wait=False,
-        )
-        for i, pc in enumerate(sr.spec.priority_classes)
+    nodes = tuple(nodes)
+    selected = frozenset(wanted.nodes)
+    mine = [v for v in owned if v.ref != namespace_ref(sr)]
+    namespace_pods = tuple(namespace_pods)
+    objects = {**live_objects(mine), **pod_objects(owned_pods(namespace_pods, sr_name=sr.name))}
+    return observed_.Observed(
+        generation=sr.generation,
+        nodes={n.name: n for n in nodes if n.name in selected},
+        departed=departed(sr.name, nodes, selected=selected),
+        objects=objects,
+        pods=relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
+        logs=logs,
+        retries=retries,
+        previous_status=previous,
+        taints=sr_taints(sr),
+        recipe_source=recipe_source,
     )
-    return dataclasses.replace(wanted, objects=(*extra, *wanted.objects))
 
 
-def _without_nodes(pod_spec: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-    """``pod_spec`` with a required ``kubernetes.io/hostname NotIn names`` in every node selector term.
-
-    (A ``metadata.name`` field selector would be exact, but the API server allows only one
-    value in it; the kubelet sets the hostname label to the node's name.)
-    """
-    keep_out = {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": names}
-    affinity = dict(pod_spec.get("affinity") or {})
-    node_affinity = dict(affinity.get("nodeAffinity") or {})
-    required = dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    terms = [dict(t) for t in required.get("nodeSelectorTerms") or ()] or [{}]
-    for term in terms:
-        term["matchExpressions"] = [*(term.get("matchExpressions") or ()), keep_out]
-    required["nodeSelectorTerms"] = terms
-    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
-    affinity["nodeAffinity"] = node_affinity
-    return {**pod_spec, "affinity": affinity}
-
-
-def excluding(wanted: desired.DesiredState, nodes: frozenset[str]) -> desired.DesiredState:
-    """``wanted`` with its DaemonSets kept off ``nodes`` (nodes an earlier SpecialResource of
-    the same recipe keeps): a DaemonSet places pods by labels, which say nothing of conflicts."""
-    if not nodes:
-        return wanted
-    names = sorted(nodes)
-    objects = []
-    for obj in wanted.objects:
-        spec = obj.body.get("spec")
-        template = spec.get("template") if isinstance(spec, Mapping) else None
-        if obj.kind != "DaemonSet" or not isinstance(spec, Mapping) or not isinstance(template, Mapping):
-            objects.append(obj)
-            continue
-        pod_spec = _without_nodes(template.get("spec") or {}, names)
-        body = {**obj.body, "spec": {**spec, "template": {**template, "spec": pod_spec}}}
-        objects.append(dataclasses.replace(obj, body=body))
-    return dataclasses.replace(wanted, objects=tuple(objects))
+def observe_teardown(
+    sr: sr_model.SpecialResource,
+    *,
+    owned: Iterable[projections.ObjectView],
+    namespace_pods: Iterable[views.PodView],
+    nodes: Iterable[views.NodeView],
+    previous: Mapping[str, Any],
+) -> observed_.Observed:
+    """Teardown's ``Observed``: every owned object (the namespace too) and every node
+    carrying anything of this SpecialResource, whatever selects it now."""
+    namespace_pods = tuple(namespace_pods)
+    objects = {**live_objects(owned), **pod_objects(owned_pods(namespace_pods, sr_name=sr.name))}
+    return observed_.Observed(
+        generation=sr.generation,
+        nodes={},
+        departed=carrying(sr.name, nodes, sr_taints(sr)),
+        objects=objects,
+        pods=relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
+        previous_status=previous,
+        taints=sr_taints(sr),
+    )

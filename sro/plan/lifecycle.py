@@ -12,7 +12,7 @@ Node bookkeeping for SpecialResource ``<sr>``:
   walks every state again from the first. (An annotation, not a label: a kernel group does
   not fit a label value, and a state may be called ``kernel``.)
 * the SpecialResource's taints, put on every selected node and taken off every other:
-  ``NodeChange.taints`` says which of its taints the node should carry, and
+  ``node_patches.NodeChange.taints`` says which of its taints the node should carry, and
   ``node_patches.taint_patch`` (which records what sro added, so an administrator's own
   taint is never removed) turns that into the patch.
 
@@ -21,12 +21,12 @@ Every function here is pure; the engine executes the ``NodeChange``s and ``Delet
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any
 
 from sro import errors
 from sro.model import desired, progress, views
@@ -93,27 +93,6 @@ def complete_label(sr_name: str) -> str:
     return _check_key(label_prefix(sr_name) + COMPLETE)
 
 
-@dataclass(frozen=True, kw_only=True)
-class NodeChange:
-    """What to change on one node. ``None`` values remove a label or annotation; ``taints``
-    is the SpecialResource's taints the node should carry (``()``: none of them), or ``None``
-    when its taints are already right."""
-
-    node: str
-    labels: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
-    annotations: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
-    taints: tuple[views.Taint, ...] | None = None
-
-    def patch(self) -> dict[str, Any]:
-        """The JSON merge patch for the labels and annotations (taints: ``node_patches``)."""
-        body: dict[str, Any] = {"metadata": {}}
-        if self.labels:
-            body["metadata"]["labels"] = dict(self.labels)
-        if self.annotations:
-            body["metadata"]["annotations"] = dict(self.annotations)
-        return body
-
-
 @dataclass(frozen=True, kw_only=True, order=True)
 class Deletion:
     """Delete ``ref``, only if its uid is still ``uid`` (when known): a recreated object stays."""
@@ -152,13 +131,13 @@ def kernel_resets(wanted: desired.DesiredState, seen: observed_.Observed) -> fro
 
 def node_changes(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk
-) -> tuple[NodeChange, ...]:
+) -> tuple[node_patches.NodeChange, ...]:
     """Label, annotation and taint changes for selected and departed nodes, by node name."""
     sr = wanted.sr_name
     prefix, annotation = label_prefix(sr), kernel_annotation(sr)
     keys = {s: state_label(sr, s) for s in walked.order}
     done = complete_label(sr)
-    changes: list[NodeChange] = []
+    changes: list[node_patches.NodeChange] = []
     for name in wanted.nodes:
         node = seen.nodes.get(name) or views.NodeView(name=name)
         want = {keys[s]: READY_VALUE for s in walked.complete_states(name)}
@@ -169,13 +148,15 @@ def node_changes(
         annotations = _diff(node.annotations, {annotation: group.key} if group else {}, owned=())
         taints = _taints(node, sr_name=sr, wanted=seen.taints)
         if labels or annotations or taints is not None:
-            changes.append(NodeChange(node=name, labels=labels, annotations=annotations, taints=taints))
+            changes.append(
+                node_patches.NodeChange(node=name, labels=labels, annotations=annotations, taints=taints)
+            )
     selected = set(wanted.nodes)
     changes.extend(strip_nodes(sr, (n for n in seen.departed if n.name not in selected)))
     return tuple(sorted(changes, key=lambda c: c.node))
 
 
-def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[NodeChange, ...]:
+def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[node_patches.NodeChange, ...]:
     """Remove everything this SpecialResource put on these nodes (labels, annotation, taints)."""
     prefix, annotation = label_prefix(sr_name), kernel_annotation(sr_name)
     changes = []
@@ -185,7 +166,9 @@ def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[NodeChan
         new_taints = _taints(node, sr_name=sr_name, wanted=())
         if labels or annotations or new_taints is not None:
             changes.append(
-                NodeChange(node=node.name, labels=labels, annotations=annotations, taints=new_taints)
+                node_patches.NodeChange(
+                    node=node.name, labels=labels, annotations=annotations, taints=new_taints
+                )
             )
     return tuple(changes)
 
@@ -272,6 +255,63 @@ def closed_pods(
     return tuple(deletions)
 
 
+def outdated_pods(seen: observed_.Observed) -> tuple[Deletion, ...]:
+    """Pods of owned DaemonSets made from an older pod template.
+
+    A DaemonSet with the ``OnDelete`` strategy (how driver DaemonSets avoid unloading a
+    driver on every edit) never replaces its pods by itself, and readiness only counts
+    pods of the current template: after a template change (a recipe edit, ``set``, or
+    putting back a drifted field) the old pods are deleted so the node runs the new one
+    and walks the states after it again. A RollingUpdate DaemonSet does this itself.
+    """
+    by_uid = {live.uid: live for live in seen.objects.values() if live.ref.kind == "DaemonSet" and live.uid}
+    out = []
+    for pod in seen.pods:
+        live = by_uid.get(pod.owner_uid) if pod.owner_kind == "DaemonSet" else None
+        if live is None or pod.deleting or live.deleting or not pod.template_generation:
+            continue
+        if pod.template_generation != str(live.template_generation):
+            ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name)
+            reason = (
+                f"made from template generation {pod.template_generation} of {live.ref}, "
+                f"now {live.template_generation}"
+            )
+            out.append(Deletion(ref=ref, uid=pod.uid, reason=reason))
+    return tuple(out)
+
+
+def downstream(states: Sequence[desired.StateSpec]) -> Mapping[str, frozenset[str]]:
+    """For each state, every state that comes after it, directly or not: what a refused
+    write of that state blocks too (the planner may think them complete, since their
+    objects may not gate readiness)."""
+    after = {s.name: set(s.after) for s in states}
+    out: dict[str, frozenset[str]] = {}
+    for spec in states:
+        found: set[str] = set()
+        frontier = {spec.name}
+        while frontier:
+            frontier = {n for n, befores in after.items() if befores & frontier and n not in found}
+            found |= frontier
+        out[spec.name] = frozenset(found)
+    return MappingProxyType(out)
+
+
+def held_back(
+    changes: Iterable[node_patches.NodeChange], *, sr_name: str, blocked: frozenset[str]
+) -> tuple[node_patches.NodeChange, ...]:
+    """``changes`` without the ready labels of ``blocked`` states (left unwritten after a
+    refusal) nor ``complete``, whatever the walk thought of them; removals stay."""
+    if not blocked:
+        return tuple(changes)
+    held = {state_label(sr_name, s) for s in blocked} | {complete_label(sr_name)}
+    return tuple(
+        dataclasses.replace(
+            c, labels={k: v for k, v in c.labels.items() if not (k in held and v is not None)}
+        )
+        for c in changes
+    )
+
+
 def deletion_order(deletions: Iterable[Deletion]) -> tuple[Deletion, ...]:
     """Workloads first, the namespace and CRDs last; one entry per object."""
     unique = {d.ref: d for d in deletions}
@@ -283,7 +323,7 @@ class Teardown:
     """Removing a SpecialResource's footprint: ``done`` when nothing of it is left."""
 
     delete: tuple[Deletion, ...]
-    node_changes: tuple[NodeChange, ...]
+    node_changes: tuple[node_patches.NodeChange, ...]
     done: bool
 
 

@@ -12,18 +12,41 @@ SpecialResource's taints. Both kinds of write are built so they cannot clobber a
   taint that was already there before sro wanted it (an administrator's) is never
   recorded, so it is never removed.
 
-``node_writes`` sends what these build.
+``sro.engine.node_writes`` sends what these build.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from sro.model import views
 
 TAINTS_ANNOTATION_PREFIX = "sro.dev/taints."
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeChange:
+    """What to change on one node. ``None`` values remove a label or annotation; ``taints``
+    is the SpecialResource's taints the node should carry (``()``: none of them), or ``None``
+    when its taints are already right."""
+
+    node: str
+    labels: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    annotations: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
+    taints: tuple[views.Taint, ...] | None = None
+
+    def patch(self) -> dict[str, Any]:
+        """The JSON merge patch for the labels and annotations (taints: ``node_patches``)."""
+        body: dict[str, Any] = {"metadata": {}}
+        if self.labels:
+            body["metadata"]["labels"] = dict(self.labels)
+        if self.annotations:
+            body["metadata"]["annotations"] = dict(self.annotations)
+        return body
 
 
 def taints_annotation(sr_name: str) -> str:
@@ -86,4 +109,25 @@ def taint_patch(
     }
     if not node.resource_version:
         del patch["metadata"]["resourceVersion"]
+    return patch
+
+
+def for_change(node: views.NodeView, change: NodeChange, *, sr_name: str) -> dict[str, Any] | None:
+    """The one merge patch carrying out the planner's ``change`` on ``node`` (None: nothing to do).
+
+    Labels and annotations are taken as planned, minus what the node already shows;
+    ``change.taints`` (the SpecialResource's taints the node should carry, None to leave
+    them) goes through ``taint_patch``, which knows which taints are sro's to remove.
+    """
+    patch: dict[str, Any] = {"metadata": {}}
+    if change.taints is not None:
+        patch = taint_patch(node, sr_name=sr_name, wanted=change.taints) or patch
+    labels = {k: v for k, v in change.labels.items() if node.labels.get(k) != v}
+    annotations = {k: v for k, v in change.annotations.items() if node.annotations.get(k) != v}
+    if labels:
+        patch["metadata"]["labels"] = labels
+    if annotations:
+        patch["metadata"].setdefault("annotations", {}).update(annotations)
+    if not patch["metadata"] and "spec" not in patch:
+        return None
     return patch

@@ -1,14 +1,11 @@
-"""The pure planner: what the cluster shows for one SpecialResource → what to do next.
+"""The pure planner: what the cluster shows for one SpecialResource -> what to do next.
 
-The engine calls this every reconcile with the rendered ``DesiredState`` and the
-``Observed`` record it read from its caches, executes the ``Plan`` and writes the status
-when ``status_changed`` says so. Nothing here does I/O or reads a clock.
+The engine calls one of these every reconcile, executes the ``Plan`` it gets, hands what
+the writes reported to ``sro.plan.finish`` and writes the status that settles on. Nothing
+here does I/O or reads a clock.
 
-Public surface:
-
-* ``plan(wanted, seen, *, now, problem=None) -> Plan`` — the managed case (selected nodes
-  may be none; ``problem`` overlays a Degraded reason that does not stop the walk, such as
-  ``ConflictingNodeSelector``). ``Plan`` holds:
+* ``plan(wanted, seen, *, now) -> Plan`` — the managed case (selected nodes may be none).
+  ``Plan`` holds:
   ``apply``    desired objects to apply now, in dependency order (namespace, CRDs, RBAC and
                accounts, config and services, other kinds, workloads): every object of a
                state open on at least one node (or already in the cluster: it opened
@@ -19,26 +16,32 @@ Public surface:
                never a failed pod waiting for its retry;
   ``delete``   ``lifecycle.Deletion``s: owned objects no longer desired, per-node pods of
                states not open on their node (they re-run when it reopens), failed pods
-               whose backoff has passed — workloads first;
-  ``node_labels`` ``lifecycle.NodeChange``s: state labels, the ``complete`` label, the
+               whose backoff has passed, DaemonSet pods of an older pod template
+               (``lifecycle.outdated_pods``) — workloads first;
+  ``node_labels`` ``node_patches.NodeChange``s: state labels, the ``complete`` label, the
                kernel-group annotation and taints, for selected and departed nodes;
+  ``opening``  the states ``apply`` writes to for the first time (none of their objects
+               exists yet): the engine dry-runs all their objects before writing any;
+  ``blocks``   for each state, the states that come after it: a state whose write is
+               refused blocks these too (the engine leaves them unwritten, and
+               ``lifecycle.held_back`` keeps their ready labels off);
   ``logs_needed`` pods whose log tails the engine must fetch into ``Observed.logs``;
-  ``requeue_after`` seconds until something time-based is due (a retry, a log poll), or
-               ``None``: watches wake the engine for everything else;
+  ``requeue_after`` seconds until something time-based is due (a retry, a log poll, a
+               recipe recheck), or ``None``: watches wake the engine for everything else;
   ``status``   the whole status body; ``events`` transition Events;
   ``retries``  the retry bookkeeping to hand back in the next ``Observed``.
-  The engine may execute the parts in any order; node labels first, then ``apply``, then
-  ``delete`` moves fastest.
 * ``plan_teardown(*, sr_name, seen, generation, now)`` — ``managementState: Removed`` and
-  deletion: delete everything, strip every node; ``finalizer_removable`` once nothing is left.
-* Status builders for the other paths, in ``sro.status.summary``: ``status_for_error``,
-  ``status_for_management``, ``status_no_nodes``, ``status_changed``; Events in
-  ``sro.status.events``.
+  deletion: delete everything, strip every node, the Removed status;
+  ``finalizer_removable`` once nothing is left, else look again in ``TEARDOWN_POLL``.
+* ``plan_unmanaged`` (hands off, say so) and ``plan_refused`` (something stops the pass
+  before anything is written: an unparseable SpecialResource, a recipe error, a namespace
+  sro did not create): only a status, and when to look again.
 
 Where each decision lives: ``observed`` (the input record), ``readiness`` (rules per
 kind), ``walk`` (each node's phase in each state), ``lifecycle`` (node labels, kernel
 resets, retries, deletions, teardown), ``sro.status.summary`` / ``conditions`` /
-``events`` (the status body and its Events). This module only assembles them.
+``events`` (the status body and its Events), ``finish`` (what the writes change of it).
+This module only assembles them.
 
 Errors: a state graph with a cycle or an unknown ``after``, or a state name that makes no
 valid label key, raises ``sro.errors.RecipeInvalid`` (render validates these first).
@@ -53,13 +56,21 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, progress, views
-from sro.plan import lifecycle
+from sro.plan import lifecycle, node_patches
 from sro.plan import observed as observed_
 from sro.plan import walk as walk_
 from sro.status import events, summary
 
 # Log tails do not come with watch events: poll while a state waits for them.
 LOG_POLL = timedelta(seconds=10)
+RECIPE_RECHECK = 30.0
+"""Seconds before a SpecialResource whose pass was refused (a recipe error, a namespace in
+use, a permanent write failure), or whose recipe comes from a drop-in directory, looks
+again: directories are not watched, so an added, fixed or edited recipe is noticed within
+this time without a restart (reading the caches and the files writes nothing)."""
+TEARDOWN_POLL = 2.0
+"""Seconds between teardown passes while objects are still going away (a namespace takes a
+few seconds); watches also wake the engine, this is the floor."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,12 +79,14 @@ class Plan:
 
     apply: tuple[desired.DesiredObject, ...]
     delete: tuple[lifecycle.Deletion, ...]
-    node_labels: tuple[lifecycle.NodeChange, ...]
+    node_labels: tuple[node_patches.NodeChange, ...]
     status: Mapping[str, Any]
     events: tuple[events.Event, ...] = ()
     logs_needed: tuple[progress.LogRequest, ...] = ()
     requeue_after: float | None = None
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
+    blocks: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
+    opening: frozenset[str] = frozenset()
     walk: progress.Walk | None = None
     finalizer_removable: bool = False
 
@@ -103,10 +116,8 @@ def _to_apply(
                 continue  # its labels come first: a pinned pod is refused by a node without them
         elif obj.state not in opened and obj.state not in started:
             continue
-        if obj.kind == "Pod":
-            pod = seen.pod(walked.ref(obj))
-            if pod is not None and (pod.phase == "Failed" or pod.deleting):
-                continue  # recreated after its backoff, by deleting it first
+        if obj.kind == "Pod" and (walked.ref(obj) in seen.objects or seen.pod(walked.ref(obj)) is not None):
+            continue  # a pod's spec is immutable: one that must change is deleted, then made again
         chosen.append(obj)
     return tuple(
         sorted(chosen, key=lambda o: (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), walked.ref(o)))
@@ -117,24 +128,22 @@ def _seconds(delays: list[timedelta]) -> float | None:
     return min(delays).total_seconds() if delays else None
 
 
-def plan(
-    wanted: desired.DesiredState,
-    seen: observed_.Observed,
-    *,
-    now: datetime,
-    problem: summary.Problem | None = None,
-) -> Plan:
-    """Plan one reconcile of a managed SpecialResource.
-
-    ``problem``: a Degraded reason the engine found that does not stop the walk (a
-    conflict that took some nodes away, a dependency missing on some nodes): the status
-    says Degraded with it, over the walked rows, and its Events follow from that.
-    """
+def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetime) -> Plan:
+    """Plan one reconcile of a managed SpecialResource; see the module docstring."""
     walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen))
     stale = lifecycle.stale_objects(wanted, seen)
     retry = lifecycle.retries(wanted, seen, walked, now=now)
-    delete = lifecycle.deletion_order((*stale, *lifecycle.closed_pods(wanted, seen, walked), *retry.delete))
+    delete = lifecycle.deletion_order(
+        (
+            *stale,
+            *lifecycle.closed_pods(wanted, seen, walked),
+            *retry.delete,
+            *lifecycle.outdated_pods(seen),
+        )
+    )
     delays = [d for d in (retry.wake_in, LOG_POLL if walked.logs_needed else None) if d is not None]
+    if seen.recipe_source == "directory":
+        delays.append(timedelta(seconds=RECIPE_RECHECK))  # drop-in directories are not watched
     previous = seen.previous_status
     if walked.nodes:
         status = summary.status_from_walk(
@@ -149,17 +158,11 @@ def plan(
         status = summary.status_no_nodes(
             previous, wanted=wanted, generation=seen.generation, recipe_source=seen.recipe_source, now=now
         )
-    if problem is not None:
-        status = summary.status_for_error(
-            previous,
-            reason=problem.reason,
-            message=problem.message,
-            generation=seen.generation,
-            now=now,
-            current=status,
-        )
+    to_apply = _to_apply(wanted, seen, walked)
+    started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}
     return Plan(
-        apply=_to_apply(wanted, seen, walked),
+        apply=to_apply,
+        opening=frozenset(o.state for o in to_apply if o.state not in started),
         delete=delete,
         node_labels=lifecycle.node_changes(wanted, seen, walked),
         status=status,
@@ -167,6 +170,7 @@ def plan(
         logs_needed=walked.logs_needed,
         requeue_after=_seconds(delays),
         retries=retry.records,
+        blocks=lifecycle.downstream(wanted.states),
         walk=walked,
     )
 
@@ -174,7 +178,7 @@ def plan(
 def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, now: datetime) -> Plan:
     """Plan removing everything a SpecialResource made (``Removed``, or its deletion)."""
     down = lifecycle.teardown(sr_name=sr_name, seen=seen)
-    remaining = len(seen.objects) + len(down.node_changes)
+    remaining = 0 if down.done else max(len(seen.objects) + len(down.node_changes), 1)
     status = summary.status_for_management(
         seen.previous_status, state="Removed", generation=generation, now=now, remaining=remaining
     )
@@ -185,5 +189,36 @@ def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, no
         status=status,
         # Only the removal itself: every kernel group and state "ending" here is no news.
         events=events.transitions({}, {}, removed=[d.ref for d in down.delete]),
+        requeue_after=None if down.done else TEARDOWN_POLL,
         finalizer_removable=down.done,
+    )
+
+
+def plan_unmanaged(*, previous: Mapping[str, Any], generation: int, now: datetime) -> Plan:
+    """``managementState: Unmanaged``: change nothing, and say so."""
+    status = summary.status_for_management(previous, state="Unmanaged", generation=generation, now=now)
+    return Plan(apply=(), delete=(), node_labels=(), status=status)
+
+
+def plan_refused(
+    *,
+    previous: Mapping[str, Any],
+    reason: str,
+    message: str,
+    generation: int,
+    now: datetime,
+    recheck: bool = True,
+) -> Plan:
+    """A pass stopped before anything is written: Degraded with ``reason``, the stored rows
+    kept (they still describe the nodes), and a look again in ``RECIPE_RECHECK`` when
+    ``recheck`` (a fix may come from a file no watch sees)."""
+    status = summary.degraded(
+        previous, previous, reason=reason, message=message, generation=generation, now=now
+    )
+    return Plan(
+        apply=(),
+        delete=(),
+        node_labels=(),
+        status=status,
+        requeue_after=RECIPE_RECHECK if recheck else None,
     )

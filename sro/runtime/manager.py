@@ -12,12 +12,12 @@ How an engine plugs in (everything before ``run``)::
 
 During ``run`` a reconcile reads ``m.store(api_version, kind)`` (``m.nodes``, ``m.pods``
 with index ``by_node``, ``m.owned(sr)`` across every owned kind), writes through
-``m.writer`` (``sro.apply.ssa.Writer``: apply, apply_if_needed, validate (dry run),
-apply_status, patch_status, delete, request, pod_log), asks ``m.is_served`` /
+``m.writer`` (``sro.apply.ssa.Writer``: apply (and dry run), create, delete, apply_status,
+set_finalizers, patch_node, post_event, get, pod_log), asks ``m.is_served`` /
 ``m.is_namespaced`` (discovery cache), ``m.cluster_version()``, and starts a watch for a
 kind first needed at runtime with ``await m.ensure_watch(api_version, kind)`` (or
 ``ensure_watched``). ``m.writer`` satisfies ``sro.engine.ports.Writer`` and
-the manager itself ``engine_ports.Kinds``.
+the manager itself ``sro.engine.ports.Kinds``.
 
 Logging is set up by the caller, once per process: ``sro.observe.logs.configure(format=...)``;
 every line logged during a reconcile then carries its key. Settings are

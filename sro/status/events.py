@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from sro.model import desired
+from sro.model import specialresource as sr_model
 from sro.status import conditions
 
 STATE_COMPLETED = "StateCompleted"
@@ -126,3 +128,37 @@ def transitions(
             )
         )
     return tuple(events)
+
+
+REPORTING_CONTROLLER = "sro.dev/special-resource-operator"
+EVENTS_NAMESPACE = "default"
+"""Events about a cluster-scoped SpecialResource live here, as client-go's recorder puts
+them, where ``kubectl describe`` finds them."""
+NOTE_MAX = 1024  # events.k8s.io/v1 refuses notes over 1 KiB
+
+
+def body(
+    event: Event, *, sr_name: str, sr_uid: str, instance: str, now: datetime, suffix: str
+) -> dict[str, Any]:
+    """The events.k8s.io/v1 body of ``event`` about SpecialResource ``sr_name``.
+
+    ``suffix`` makes the name unique; ``instance`` is the reporting replica (its pod name).
+    """
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"{sr_name}.{suffix}", "namespace": EVENTS_NAMESPACE},
+        "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingController": REPORTING_CONTROLLER,
+        "reportingInstance": instance[:128],
+        "action": "Reconcile",
+        "reason": event.reason,
+        "note": event.message[:NOTE_MAX],
+        "type": event.type,
+        "regarding": {
+            "apiVersion": sr_model.API_VERSION,
+            "kind": sr_model.KIND,
+            "name": sr_name,
+            "uid": sr_uid,
+        },
+    }

@@ -259,6 +259,21 @@ def status_for_error(
     )
 
 
+def degraded(
+    base: Mapping[str, Any],
+    previous: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    generation: int,
+    now: datetime,
+) -> dict[str, Any]:
+    """Degraded with ``reason``, nothing moving: rows from ``base`` (this pass's status, or
+    the stored one when nothing was computed), condition times from ``previous``."""
+    mixed = {**base, "conditions": list(previous.get("conditions") or ())}
+    return status_for_error(mixed, reason=reason, message=message, generation=generation, now=now)
+
+
 def status_for_management(
     previous: Mapping[str, Any],
     *,

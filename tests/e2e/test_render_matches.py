@@ -2,9 +2,9 @@
 
 Covers acceptance test 11: the same recipe, SpecialResource and nodes (the live Nodes,
 saved with kubectl) rendered offline give exactly the objects the operator made, object by
-object, each rendered field present with the same value in the live object (fields the
-server or the operator's bookkeeping adds are ignored: status, uid, owner references,
-resource versions, defaults).
+object, the SpecialResource's own PriorityClasses included; each rendered field is present
+with the same value in the live object (fields the server or the operator's bookkeeping
+adds are ignored: status, uid, owner references, resource versions, defaults).
 """
 
 from __future__ import annotations
@@ -52,7 +52,14 @@ async def test_sro_render_of_the_same_inputs_equals_what_the_reconcile_applied(
         {"count": 2, "kernel": "5.14.0-427.13.1.el9_4.x86_64", "os": {"id": "rhel", "versionId": "9.4"}},
         {"count": 2, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}},
     ])
-    body = srs.manifest(unique("rnd"), recipe="simple-kmod", node_selector={srs.GROUP_LABEL: group})
+    sr_name = unique("rnd")
+    priority = {"name": f"{sr_name}-high", "value": 1000, "description": "rendered and applied alike"}
+    body = srs.manifest(
+        sr_name,
+        recipe="simple-kmod",
+        node_selector={srs.GROUP_LABEL: group},
+        extra_spec={"priorityClasses": [priority]},
+    )
     name = made.sr(body)
     await srs.wait_ready(made.cluster, name, within=180)
 
@@ -71,6 +78,11 @@ async def test_sro_render_of_the_same_inputs_equals_what_the_reconcile_applied(
         for o in (dict(x, kind=k) for k, r in kinds.items() if r == resource
                   for x in srs.owned(made.cluster, resource, name, namespace=name))
     }
+    live.update(
+        (("PriorityClass", o["metadata"]["name"]), dict(o, kind="PriorityClass"))
+        for o in srs.owned(made.cluster, "priorityclasses", name)
+    )
+    assert ("PriorityClass", priority["name"]) in live
     live = {  # a DaemonSet's pods are the DaemonSet's, not the operator's
         key: o for key, o in live.items()
         if not any(r.get("kind") == "DaemonSet" for r in o["metadata"].get("ownerReferences") or ())

@@ -93,10 +93,10 @@ async def test_a_dry_run_refuses_an_invalid_object_with_causes_and_writes_nothin
             "spec": {"replicas": -1, "selector": {"matchLabels": {"a": "b"}}, "template": {}},
         }
         with pytest.raises(errors.Invalid) as invalid:
-            await writer.validate(bad)
+            await writer.apply(bad, dry_run=True)
         assert any(c.field.startswith("spec.") for c in invalid.value.causes)
         good = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry", "namespace": namespace}}
-        answer = await writer.validate(good)
+        answer = await writer.apply(good, dry_run=True)
         assert answer["metadata"]["name"] == "dry"
         ref = desired.ObjectRef.of(good)
         with pytest.raises(errors.NotFound):
@@ -129,7 +129,7 @@ async def test_a_crd_installed_later_is_discovered_and_its_status_is_applied(
             ref = desired.ObjectRef.of(widget)
             await writer.apply_status(ref, {"phase": "Ready"})
             assert (await writer.get(ref))["status"] == {"phase": "Ready"}
-            await writer.patch_status(ref, {"phase": "Done"})
+            await writer.apply_status(ref, {"phase": "Done"})
             assert (await writer.get(ref))["status"]["phase"] == "Done"
             assert (await writer.get(ref))["spec"] == {"size": 2}, "a status write leaves the spec alone"
         finally:

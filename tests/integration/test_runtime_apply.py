@@ -2,7 +2,7 @@
 
 A manager watches ConfigMaps in the test's namespace as primaries and owns Secrets
 (label ``sro.dev/owner``); its reconcile applies one Secret per ConfigMap with
-``apply_if_needed``. Write counts come from the manager's own metrics.
+``apply.diff.needs_apply`` before ``apply``. Write counts come from the manager's own metrics.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from support import waiting
 
 from sro import settings
+from sro.apply import diff
 from sro.runtime import result
 from sro.runtime.manager import Manager
 
@@ -65,7 +66,8 @@ async def test_drift_is_restored_and_an_unchanged_state_sends_no_write(cluster: 
             "data": {"v": base64.b64encode(desired["stringData"]["v"].encode()).decode()},
         }
         del desired_live["stringData"]
-        await m.writer.apply_if_needed(desired_live, live.body if live else None)
+        if diff.needs_apply(desired_live, live.body if live else None):
+            await m.writer.apply(desired_live)
         return result.DONE
 
     m.reconcile_with(reconcile)

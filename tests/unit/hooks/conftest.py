@@ -66,13 +66,13 @@ def render(
 ) -> desired.DesiredState:
     args: dict[str, Any] = {
         "cluster_version": "1.36",
-        "operator_info": values.OperatorInfo(namespace="sro-system", image="sro:test", version="0.1.0"),
+        "operator": values.OperatorInfo(namespace="sro-system", image="sro:test", version="0.1.0"),
         "proxy": values.ProxySettings(),
         "is_namespaced": kinds.builtin_is_namespaced,
         "is_served": kinds.builtin_is_served,
     }
     args.update(kw)
-    return pipeline.render_desired(sr, recipe, nodes, **args)
+    return pipeline.render_desired(sr, recipe, nodes, env=pipeline.Environment(**args))
 
 
 @pytest.fixture

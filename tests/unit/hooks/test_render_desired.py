@@ -113,11 +113,13 @@ def test_all_problems_are_collected_and_the_first_is_raised_with_the_rest_as_not
         make_sr(),
         recipe,
         [make_node("a")],
-        cluster_version="1.36",
-        operator_info=values.OperatorInfo(),
-        proxy=values.ProxySettings(),
-        is_namespaced=kinds.builtin_is_namespaced,
-        is_served=kinds.builtin_is_served,
+        env=pipeline.Environment(
+            cluster_version="1.36",
+            operator=values.OperatorInfo(),
+            proxy=values.ProxySettings(),
+            is_namespaced=kinds.builtin_is_namespaced,
+            is_served=kinds.builtin_is_served,
+        ),
     )
     assert state is None
     assert [type(e) for e in found.errors] == [TemplateError, RecipeInvalid]

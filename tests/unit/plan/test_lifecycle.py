@@ -11,7 +11,7 @@ from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, ob
 
 from sro import errors
 from sro.model import progress, views
-from sro.plan import lifecycle, walk
+from sro.plan import lifecycle, node_patches, walk
 
 pytestmark = pytest.mark.unit
 
@@ -36,7 +36,7 @@ def test_the_longest_allowed_names_still_make_valid_keys() -> None:
 
 
 def test_a_node_change_patches_only_labels_and_annotations() -> None:
-    change = lifecycle.NodeChange(node="n1", labels={"a": "ready", "b": None}, annotations={"c": None})
+    change = node_patches.NodeChange(node="n1", labels={"a": "ready", "b": None}, annotations={"c": None})
     assert change.patch() == {"metadata": {"labels": {"a": "ready", "b": None}, "annotations": {"c": None}}}
 
 

@@ -314,20 +314,6 @@ def test_the_srs_taints_go_on_selected_nodes_and_come_off_departed_ones() -> Non
     assert {c.node: c.taints for c in p.node_labels} == {"n1": (taint,), "old": ()}
 
 
-def test_a_conflict_overlays_degraded_on_the_walk_once_and_then_stays_quiet() -> None:
-    world = linear_world()
-    world.settle()
-    problem = summary.Problem(reason="ConflictingNodeSelector", message="gpu-b has precedence on n9")
-    first = planner.plan(world.desired, world.observe(), now=T0, problem=problem)
-    assert first.status["state"] == "Degraded: ConflictingNodeSelector: gpu-b has precedence on n9"
-    assert first.status["states"] == world.status["states"]  # the walked rows, still true
-    assert [e.reason for e in first.events] == [events.CONFLICT_FOUND]
-    world.status = first.status
-    again = planner.plan(world.desired, world.observe(), now=T0.replace(hour=8), problem=problem)
-    assert again.events == ()
-    assert not summary.status_changed(first.status, again.status)
-
-
 def test_a_problem_reason_outside_the_contract_is_refused() -> None:
     with pytest.raises(ValueError, match="not a Degraded reason"):
         summary.Problem(reason="Whatever", message="")

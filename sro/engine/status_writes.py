@@ -1,0 +1,83 @@
+"""Writing a SpecialResource's status and Events: only when something changed.
+
+A reconcile runs many times for every change that matters; writing status or an Event
+each time would turn every requeue into API traffic (and an operator restart into a
+burst of writes). So:
+
+* status goes through the status subresource, by server-side apply under the operator's
+  field manager (fields sro stops setting disappear), and only when the computed status
+  differs from the one the cache holds (``sro.status.summary.status_changed``);
+* Events (events.k8s.io/v1, built by ``sro.status.events.body``) are the planner's
+  transitions, posted after the status that records the transition is written, so a
+  failed status write never leaves an Event announcing something status does not show,
+  and a retried reconcile (which sees the written status) never repeats the Event.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from sro.engine import ports
+from sro.model import desired
+from sro.model import specialresource as sr_model
+from sro.status import events, summary
+
+log = structlog.get_logger(__name__)
+
+
+def _ref(name: str) -> desired.ObjectRef:
+    return desired.ObjectRef(api_version=sr_model.API_VERSION, kind=sr_model.KIND, namespace="", name=name)
+
+
+class StatusWriter:
+    """Writes status and Events for SpecialResources through the engine's writer."""
+
+    def __init__(
+        self,
+        writer: ports.Writer,
+        *,
+        instance: str | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._writer = writer
+        self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
+        self._clock = clock
+
+    async def write_status(
+        self, *, name: str, current: Mapping[str, Any] | None, status: Mapping[str, Any]
+    ) -> bool:
+        """Apply ``status`` to SpecialResource ``name`` unless it equals ``current``; True if written."""
+        if current is not None and not summary.status_changed(current, status):
+            return False
+        await self._writer.apply_status(_ref(name), status)
+        log.debug("status written", sr=name, state=status.get("state", ""))
+        return True
+
+    async def emit(self, *, sr_name: str, sr_uid: str, events_: Sequence[events.Event]) -> int:
+        """Post one Event per entry; one that cannot be written is logged, not raised.
+
+        Events are advisory: losing one must never fail the reconcile that caused it.
+        """
+        written = 0
+        for event in events_:
+            body = events.body(
+                event,
+                sr_name=sr_name,
+                sr_uid=sr_uid,
+                instance=self._instance,
+                now=self._clock(),
+                suffix=uuid.uuid4().hex[:16],
+            )
+            try:
+                await self._writer.post_event(body)
+                written += 1
+            except Exception as exc:  # advisory write, see docstring
+                log.warning("event not written", sr=sr_name, reason=event.reason, error=str(exc))
+        return written
