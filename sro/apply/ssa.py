@@ -160,4 +160,4 @@ class Writer:
         """The last part of a container's log (up to ``limit_bytes``)."""
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/log"
         params = {"container": container, "limitBytes": str(limit_bytes)}
-        return await self._api.text("GET", path, params=params, resource="pods/log")
+        return await self._api.text(path, params=params, resource="pods/log")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -109,51 +109,49 @@ class Api:
         resource: str = "",
         retry: bool = True,
     ) -> dict[str, Any]:
-        """Send one request and return the JSON answer; typed errors for error answers."""
-        answer = await self.raw(
-            method, path, params=params, body=body, content_type=content_type, resource=resource, retry=retry
+        """Send one request and return the JSON answer; typed errors for error answers.
+
+        Transient failures are retried unless ``retry`` is false (a POST whose answer was
+        lost may have been carried out: retrying it would do it twice).
+        """
+        answer = await self._retrying(
+            lambda: self._once(
+                method, path, params=params, body=body, content_type=content_type, resource=resource
+            ),
+            what=f"{method} {path}",
+            attempts=self.settings.retries if retry else 1,
         )
         if not answer:
             return {}
         parsed = json.loads(answer)
         return parsed if isinstance(parsed, dict) else {"items": parsed}
 
-    async def text(
-        self, method: str, path: str, *, params: Mapping[str, str] | None = None, resource: str = ""
-    ) -> str:
-        """Send one request and return the answer as text (container logs)."""
-        return (await self.raw(method, path, params=params, resource=resource)).decode("utf-8", "replace")
+    async def text(self, path: str, *, params: Mapping[str, str] | None = None, resource: str = "") -> str:
+        """GET ``path`` and return the answer as text (container logs), retrying like ``request``."""
+        answer = await self._retrying(
+            lambda: self._once("GET", path, params=params, body=None, content_type=None, resource=resource),
+            what=f"GET {path}",
+            attempts=self.settings.retries,
+        )
+        return answer.decode("utf-8", "replace")
 
-    async def raw(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str] | None = None,
-        body: Any = None,
-        content_type: str | None = None,
-        resource: str = "",
-        retry: bool = True,
-    ) -> bytes:
-        """Send one request, retrying transient failures; the answer's bytes."""
+    async def _retrying(self, send: Callable[[], Awaitable[bytes]], *, what: str, attempts: int) -> bytes:
+        """``send()``, retried on transient failures with jittered backoff (or Retry-After)."""
         retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self.settings.retries if retry else 1),
+            stop=tenacity.stop_after_attempt(attempts),
             wait=self._wait,
             retry=tenacity.retry_if_exception(_retryable),
             reraise=True,
             before_sleep=lambda s: log.info(
                 "retrying request",
-                method=method,
-                path=path,
+                request=what,
                 attempt=s.attempt_number,
                 error=str(s.outcome.exception()) if s.outcome else "",
             ),
         )
         async for attempt in retrying:
             with attempt:
-                return await self._once(
-                    method, path, params=params, body=body, content_type=content_type, resource=resource
-                )
+                return await send()
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
     async def _once(
