@@ -1,4 +1,8 @@
-"""SpecialResource status, conditions and Events.
+"""The SpecialResource's status body, its conditions and its Events, as pure values.
 
-``conditions`` computes them (pure); ``writer`` sends them only when they changed.
+``summary`` builds the whole status from a walk (or for an error, ``Unmanaged``,
+``Removed``, no nodes) and tells whether it changed; ``conditions`` keeps transition times
+moving only on a flip; ``events`` finds the transitions worth an Event and builds the
+Event body. Nothing here writes: ``sro.engine.status_writes`` sends what these build, and
+``sro.plan`` decides which of them a pass ends with.
 """
