@@ -27,8 +27,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",
             "metadata": {"name": pc.name},
-            "value": pc.value,
-            "globalDefault": False,
+            "value": pc.value,  # never globalDefault: the API server's default, false, stands
         }
         if pc.description:
             body["description"] = pc.description
