@@ -12,6 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import inventory
 
+from sro.model import inventory as model_inventory
+from sro.model import views
+
 pytestmark = pytest.mark.unit
 
 NFD = "feature.node.kubernetes.io"
@@ -80,3 +83,26 @@ def test_a_generated_mix_has_the_asked_sizes_and_about_a_fifth_without_accelerat
 
 def test_the_same_arguments_always_generate_the_same_inventory() -> None:
     assert inventory.generate(nodes=40, kernels=4) == inventory.generate(nodes=40, kernels=4)
+
+
+def test_the_simulated_node_is_what_sro_render_reads_from_the_same_inventory() -> None:
+    text = EXAMPLE.read_text()
+    simulated = {s.name: views.NodeView.from_body(inventory.node_object(s)) for s in inventory.load(text)}
+    rendered = {n.name: n for n in model_inventory.load(text, file=str(EXAMPLE))}
+    assert simulated.keys() == rendered.keys()
+    for name, node in rendered.items():
+        sim = simulated[name]
+        assert {k: v for k, v in sim.labels.items() if k != "type"} == node.labels, name
+        assert (sim.taints, sim.kernel, sim.os_image, sim.architecture) == (
+            node.taints,
+            node.kernel,
+            node.os_image,
+            node.architecture,
+        )
+
+
+def test_an_inventory_error_names_the_file_and_line() -> None:
+    with pytest.raises(inventory.InventoryError, match=r"^inv\.yaml:3: pools\[0\]\.count"):
+        inventory.load(
+            "pools:\n- kernel: k\n  count: lots\n  os: {id: rhel, versionId: '9.4'}\n", file="inv.yaml"
+        )

@@ -51,14 +51,14 @@ def _require_running(run: layout.RunDir) -> controlplane.State:
 
 def _specs(args: argparse.Namespace) -> list[inventory.NodeSpec]:
     if getattr(args, "inventory", None):
-        return inventory.load(Path(args.inventory).read_text())
+        return inventory.load(Path(args.inventory).read_text(), file=str(args.inventory))
     count = getattr(args, "nodes", None) or getattr(args, "count", None)
     if count:
         kernels = args.kernels or 3
         return inventory.parse(
             inventory.generate(nodes=count, kernels=kernels, prefix=args.prefix or "node", pool=args.pool)
         )
-    return inventory.load(DEFAULT_INVENTORY.read_text())
+    return inventory.load(DEFAULT_INVENTORY.read_text(), file=str(DEFAULT_INVENTORY))
 
 
 async def _add_nodes(

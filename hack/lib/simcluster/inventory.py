@@ -4,27 +4,26 @@ A node here is what Node Feature Discovery and a kubelet would have published fo
 machine: NFD's kernel, OS and PCI labels plus a matching ``status.nodeInfo``. The
 devices a machine carries are *not* in its capacity at creation; they are recorded
 in the ``sim.sro.dev/devices`` annotation and appear only while a device-plugin pod
-runs there (see ``devsim``). The format is documented in hack/inventory/example.yaml.
+runs there (see ``devsim``). The format is documented in hack/inventory/example.yaml and
+parsed by ``sro.model.inventory``; this module generates inventories and turns parsed
+machines into the Node objects kwok serves.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
-import yaml
+from sro.model import inventory as model_inventory
 
-NFD = "feature.node.kubernetes.io"
-SIM = "sim.sro.dev"
+NFD = model_inventory.NFD
+SIM = model_inventory.SIM
 DEVICES_ANNOTATION = f"{SIM}/devices"
-POOL_LABEL = f"{SIM}/pool"
+POOL_LABEL = model_inventory.POOL_LABEL
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 KUBELET_VERSION = "v1.36.3"
-DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "500Gi"}
 
 # Kernels by OS release, newest errata last, as a real fleet would show them.
 KERNELS: dict[tuple[str, str], list[str]] = {
@@ -51,137 +50,24 @@ PROFILES: list[tuple[int, list[str], dict[str, int]]] = [
 ]
 
 
-class InventoryError(ValueError):
-    """An inventory that does not follow the documented format."""
+# The format is parsed in one place, sro.model.inventory (the project's package, installed
+# editable in .venv, which hack/cluster runs under), so a simulated cluster and
+# `sro render --nodes` read an inventory identically.
+InventoryError = model_inventory.InventoryInvalid
+NodeSpec = model_inventory.Machine
+os_image = model_inventory.os_image
+kernel_labels = model_inventory.kernel_labels
+os_labels = model_inventory.os_labels
 
 
-@dataclasses.dataclass(frozen=True)
-class NodeSpec:
-    """One simulated machine."""
-
-    name: str
-    pool: str
-    kernel: str
-    os_id: str
-    os_version: str
-    os_image: str = ""
-    arch: str = "amd64"
-    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    annotations: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    devices: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    taints: tuple[Mapping[str, str], ...] = ()
-    capacity: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_CAPACITY))
+def parse(data: Any, *, file: str = "<inventory>") -> list[NodeSpec]:
+    """Node specs from an inventory document (already loaded from YAML, or generated)."""
+    return model_inventory.machines(data, file=file)
 
 
-def os_image(os_id: str, version: str) -> str:
-    """The PRETTY_NAME a kubelet reports for an OS release."""
-    if os_id == "rhel":
-        return f"Red Hat Enterprise Linux {version} (Plow)"
-    if os_id == "ubuntu":
-        return f"Ubuntu {version} LTS"
-    return f"{os_id} {version}"
-
-
-def kernel_labels(kernel: str) -> dict[str, str]:
-    """NFD's kernel labels: the full string and its numeric parts."""
-    labels = {f"{NFD}/kernel-version.full": kernel}
-    numbers = kernel.split("-", 1)[0].split(".")
-    for key, value in zip(("major", "minor", "revision"), numbers, strict=False):
-        labels[f"{NFD}/kernel-version.{key}"] = value
-    return labels
-
-
-def os_labels(os_id: str, version: str) -> dict[str, str]:
-    """NFD's os_release labels: ID, VERSION_ID and its dot-separated parts."""
-    labels = {f"{NFD}/system-os_release.ID": os_id, f"{NFD}/system-os_release.VERSION_ID": version}
-    parts = version.split(".")
-    labels[f"{NFD}/system-os_release.VERSION_ID.major"] = parts[0]
-    if len(parts) > 1:
-        labels[f"{NFD}/system-os_release.VERSION_ID.minor"] = parts[1]
-    return labels
-
-
-def _str_map(value: Any, *, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise InventoryError(f"{where}: expected a mapping, got {type(value).__name__}")
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def parse(data: Any) -> list[NodeSpec]:
-    """Node specs from an inventory document (already loaded from YAML)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("pools"), list):
-        raise InventoryError("an inventory is a mapping with a 'pools' list")
-    known = {
-        "name",
-        "count",
-        "names",
-        "prefix",
-        "kernel",
-        "os",
-        "osImage",
-        "arch",
-        "pci",
-        "labels",
-        "annotations",
-        "devices",
-        "taints",
-        "capacity",
-        "broken",
-    }
-    specs: list[NodeSpec] = []
-    for i, pool in enumerate(data["pools"]):
-        where = f"pools[{i}]"
-        if not isinstance(pool, Mapping):
-            raise InventoryError(f"{where}: expected a mapping")
-        unknown = set(pool) - known
-        if unknown:
-            raise InventoryError(f"{where}: unknown keys {sorted(unknown)}")
-        name = str(pool.get("name") or pool.get("prefix") or f"pool{i}")
-        if "kernel" not in pool or "os" not in pool:
-            raise InventoryError(f"{where}: 'kernel' and 'os' are required")
-        os_ = pool["os"]
-        if not isinstance(os_, Mapping) or "id" not in os_ or "versionId" not in os_:
-            raise InventoryError(f"{where}.os: expected {{id: ..., versionId: ...}}")
-        os_id, version = str(os_["id"]), str(os_["versionId"])
-        if "names" in pool:
-            names = [str(n) for n in pool["names"]]
-        else:
-            count = int(pool.get("count", 1))
-            prefix = str(pool.get("prefix") or name)
-            names = [f"{prefix}-{n}" for n in range(count)]
-        labels = _str_map(pool.get("labels"), where=f"{where}.labels")
-        for vendor in pool.get("pci") or []:
-            labels[f"{NFD}/pci-{vendor}.present"] = "true"
-        annotations = _str_map(pool.get("annotations"), where=f"{where}.annotations")
-        if pool.get("broken"):
-            annotations[f"{SIM}/broken"] = "true"
-        devices = {str(k): int(v) for k, v in (pool.get("devices") or {}).items()}
-        capacity = dict(DEFAULT_CAPACITY) | _str_map(pool.get("capacity"), where=f"{where}.capacity")
-        taints = tuple(_str_map(t, where=f"{where}.taints") for t in pool.get("taints") or [])
-        for node_name in names:
-            specs.append(
-                NodeSpec(
-                    name=node_name,
-                    pool=name,
-                    kernel=str(pool["kernel"]),
-                    os_id=os_id,
-                    os_version=version,
-                    os_image=str(pool.get("osImage") or os_image(os_id, version)),
-                    arch=str(pool.get("arch", "amd64")),
-                    labels=labels,
-                    annotations=annotations,
-                    devices=devices,
-                    taints=taints,
-                    capacity=capacity,
-                )
-            )
-    return specs
-
-
-def load(text: str) -> list[NodeSpec]:
-    return parse(yaml.safe_load(text))
+def load(text: str, *, file: str = "<inventory>") -> list[NodeSpec]:
+    """Node specs from an inventory file's text; errors name the file and line."""
+    return model_inventory.load_machines(text, file=file)
 
 
 def kernel_catalog(count: int) -> list[tuple[str, str, str]]:
@@ -243,39 +129,20 @@ def generate(
 
 
 def node_object(spec: NodeSpec) -> dict[str, Any]:
-    """The Node to create: NFD labels, kwok's annotation, a kubelet-like nodeInfo, no devices yet."""
-    labels = {
-        "kubernetes.io/hostname": spec.name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": spec.arch,
-        "type": "kwok",
-        POOL_LABEL: spec.pool,
-        **kernel_labels(spec.kernel),
-        **os_labels(spec.os_id, spec.os_version),
-        **spec.labels,
-    }
-    annotations = {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0", **spec.annotations}
+    """The Node to create: sro.model.inventory's body plus what kwok and a kubelet add; no devices yet."""
+    node = model_inventory.node_body(spec)
+    meta = node["metadata"]
+    meta["labels"] = {"type": "kwok", **meta["labels"]}
+    annotations = {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0", **meta["annotations"]}
     if spec.devices:
         annotations[DEVICES_ANNOTATION] = json.dumps(dict(spec.devices), sort_keys=True)
+    meta["annotations"] = annotations
     ident = uuid.uuid5(uuid.NAMESPACE_DNS, f"{spec.name}.sim.sro.dev")
-    node: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": spec.name, "labels": labels, "annotations": annotations},
-        "spec": {},
-        "status": {
-            "capacity": dict(spec.capacity),
-            "allocatable": dict(spec.capacity),
-            "nodeInfo": node_info(
-                spec.kernel,
-                os_image=spec.os_image or os_image(spec.os_id, spec.os_version),
-                arch=spec.arch,
-                machine=ident.hex,
-            ),
-        },
+    node["status"] = {
+        "capacity": dict(spec.capacity),
+        "allocatable": dict(spec.capacity),
+        "nodeInfo": node_info(spec.kernel, os_image=spec.os_image, arch=spec.arch, machine=ident.hex),
     }
-    if spec.taints:
-        node["spec"]["taints"] = [dict(t) for t in spec.taints]
     return node
 
 
