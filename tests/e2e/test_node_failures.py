@@ -43,12 +43,20 @@ async def test_a_broken_node_fails_validation_alone_and_completes_once_repaired(
     failing = row["failingNodes"]
     assert isinstance(failing, list) and [f["node"] for f in failing] == [broken]
     assert failing[0]["reason"], failing
-    for node in srs.nodes(made.cluster, {srs.GROUP_LABEL: group}):
-        labels = srs.sr_labels(node, name)
-        if node["metadata"]["name"] == broken:
-            assert f"{name}.sro.dev/complete" not in labels
-        else:
-            assert labels.get(f"{name}.sro.dev/complete") == "true"
+
+    healthy = [n for n in nodes if n != broken]
+
+    def healthy_complete() -> dict[str, str | None] | None:
+        """Each node's complete label, once every healthy node has it (they finish validating
+        on their own time, which may come after the broken node's failure)."""
+        done = {
+            node["metadata"]["name"]: srs.sr_labels(node, name).get(f"{name}.sro.dev/complete")
+            for node in srs.nodes(made.cluster, {srs.GROUP_LABEL: group})
+        }
+        return done if all(done.get(n) == "true" for n in healthy) else None
+
+    done = await waiting.wait_for(healthy_complete, timeout=60, message="the healthy nodes complete")
+    assert done[broken] is None
 
     made.cluster.kubectl("annotate", "node", broken, "sim.sro.dev/broken-")
     status = await srs.wait_ready(made.cluster, name, within=180)
