@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -24,8 +24,8 @@ from sro import errors
 from sro import settings as settings_
 from sro.cache import projections
 from sro.engine import recipes, reconciler
+from sro.model import bodies, views
 from sro.model import specialresource as sr_model
-from sro.model import views
 from sro.observe import logs
 from sro.plan import inputs
 from sro.render import sources, values
@@ -85,12 +85,12 @@ class _Reader:
     def __init__(self, m: manager.Manager) -> None:
         self._m = m
 
-    def special_resource(self, name: str) -> Mapping[str, Any] | None:
+    def special_resource(self, name: str) -> bodies.SpecialResourceBody | None:
         view = self._m.store(*PRIMARY).find(name)
-        return view.body if view is not None else None
+        return cast(bodies.SpecialResourceBody, view.body) if view is not None else None
 
-    def special_resources(self) -> Sequence[Mapping[str, Any]]:
-        return [v.body for v in self._m.store(*PRIMARY).values()]
+    def special_resources(self) -> Sequence[bodies.SpecialResourceBody]:
+        return [cast(bodies.SpecialResourceBody, v.body) for v in self._m.store(*PRIMARY).values()]
 
     def nodes(self) -> Sequence[views.NodeView]:
         return self._m.nodes.values()

@@ -15,15 +15,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from sro.cache import projections
-from sro.model import desired, views
+from sro.model import bodies, desired, views
 
 
 class Reader(Protocol):
     """Cached reads; a missing object is None, never an error."""
 
-    def special_resource(self, name: str) -> Mapping[str, Any] | None: ...
+    def special_resource(self, name: str) -> bodies.SpecialResourceBody | None: ...
 
-    def special_resources(self) -> Sequence[Mapping[str, Any]]: ...
+    def special_resources(self) -> Sequence[bodies.SpecialResourceBody]: ...
 
     def nodes(self) -> Sequence[views.NodeView]: ...
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
+
+from sro.model import bodies
 
 NFD = "feature.node.kubernetes.io/"
 KERNEL_LABEL = NFD + "kernel-version.full"
@@ -82,7 +84,10 @@ class NodeView:
         )
 
     @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> NodeView:
+    def from_body(cls, raw: Mapping[str, Any]) -> NodeView:
+        """The view of a raw Node (read as ``bodies.NodeBody``; untrusted, so every field
+        is checked as it is taken)."""
+        body = cast(bodies.NodeBody, raw)
         meta = body.get("metadata") or {}
         spec = body.get("spec") or {}
         status = body.get("status") or {}
