@@ -107,36 +107,14 @@ class _Reader:
 
 
 class _Kinds:
-    """Discovery answers for renders (synchronous, from a prefetched cache) and watches."""
+    """Discovery answers for renders (synchronous, from the manager's snapshot) and watches."""
 
     def __init__(self, m: manager.Manager) -> None:
         self._m = m
-        self._version: tuple[str, str, str] | None = None
-        self._discovered_at = 0.0
 
-    async def prepare(self) -> None:
-        """Learn the server's version and every served group-version once."""
-        if self._version is None:
-            info = await self._m.api.request("GET", "/version", resource="version")
-            self._version = (
-                str(info.get("gitVersion", "")),
-                str(info.get("major", "")),
-                str(info.get("minor", "")),
-            )
-            await self.refresh(force=True)
-
-    async def refresh(self, *, force: bool = False) -> bool:
-        """Re-read every served group-version; False if one was read too recently."""
-        if not force and time.monotonic() - self._discovered_at < DISCOVERY_MIN_INTERVAL:
-            return False
-        self._discovered_at = time.monotonic()
-        versions = ["v1"]
-        groups = await self._m.api.request("GET", "/apis", resource="discovery")
-        for group in groups.get("groups") or ():
-            versions.extend(str(v.get("groupVersion", "")) for v in group.get("versions") or ())
-        for api_version in versions:
-            await self._m.discovery.refresh(api_version)
-        return True
+    async def refresh(self) -> bool:
+        """Re-read every served group-version; False if the last read is too recent."""
+        return await self._m.discovery.read(min_interval=DISCOVERY_MIN_INTERVAL)
 
     def is_namespaced(self, api_version: str, kind: str) -> bool | None:
         return self._m.is_namespaced(api_version, kind)
@@ -148,7 +126,7 @@ class _Kinds:
         await self._m.ensure_watch(api_version, kind)
 
     def cluster_version(self) -> tuple[str, str, str]:
-        return self._version or ("", "", "")
+        return self._m.cluster_version()
 
 
 class _RecipeKeys:
@@ -247,7 +225,6 @@ def build(settings: settings_.Settings) -> manager.Manager:
     async def reconcile(key: str) -> result.Result:
         nonlocal engine
         if engine is None:
-            await kinds.prepare()
             engine = reconciler.Engine(
                 reader=_Reader(m),
                 writer=m.writer,

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import sro
 from sro import errors
@@ -26,6 +26,9 @@ from sro.model import desired, inventory, views
 from sro.model import specialresource as srmodel
 from sro.render import kinds, printing, sources, values
 from sro.render import recipe as recipe_
+
+if TYPE_CHECKING:
+    from sro.kube import discovery  # only --live talks to a cluster; imported there
 
 DEFAULT_ADDR = "127.0.0.1:8080"
 
@@ -243,45 +246,27 @@ def _render_live(
     proxy: values.ProxySettings,
 ) -> desired.DesiredState:
     """Render for the nodes, version and served kinds of the cluster in KUBECONFIG (read only)."""
-    nodes, version, scope = asyncio.run(_read_cluster())
-
-    def is_namespaced(api_version: str, kind: str) -> bool | None:
-        return scope.get((api_version, kind))
-
-    def is_served(api_version: str, kind: str) -> bool:
-        return (api_version, kind) in scope
-
+    nodes, facts = asyncio.run(_read_cluster())
     env = pipeline.Environment(
-        cluster_version=version,
+        cluster_version=facts.version.git_version,
         operator=operator,
         proxy=proxy,
-        is_namespaced=is_namespaced,
-        is_served=is_served,
+        is_namespaced=facts.is_namespaced,
+        is_served=facts.is_served,
     )
     return pipeline.render_desired(sr, recipe, nodes, env=env)
 
 
-async def _read_cluster() -> tuple[list[views.NodeView], str, dict[tuple[str, str], bool]]:
-    """Every Node, the server version, and the scope of every served kind."""
+async def _read_cluster() -> tuple[list[views.NodeView], discovery.ClusterFacts]:
+    """Every Node, and the server's version and served kinds (one discovery snapshot)."""
     from sro import settings as settings_  # noqa: PLC0415 - only --live needs the client
-    from sro.kube import http  # noqa: PLC0415
+    from sro.kube import discovery, http  # noqa: PLC0415
 
     async with await http.Api.connect(settings_.ApiSettings()) as api:
-        version = await api.request("GET", "/version", resource="version")
+        facts = await discovery.read_facts(api)
         listed = await api.request("GET", "/api/v1/nodes", resource="nodes")
-        group_versions = ["v1"]
-        groups = await api.request("GET", "/apis", resource="discovery")
-        for group in groups.get("groups") or ():
-            group_versions.extend(str(v.get("groupVersion", "")) for v in group.get("versions") or ())
-        scope: dict[tuple[str, str], bool] = {}
-        for api_version in group_versions:
-            path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-            listing = await api.request("GET", path, resource="discovery")
-            for entry in listing.get("resources") or ():
-                if "/" not in str(entry.get("name", "")):  # not a subresource such as pods/log
-                    scope[(api_version, str(entry.get("kind", "")))] = bool(entry.get("namespaced"))
     nodes = sorted((views.NodeView.from_body(b) for b in listed.get("items") or ()), key=lambda n: n.name)
-    return nodes, str(version.get("gitVersion", "")), scope
+    return nodes, facts
 
 
 # --- run --------------------------------------------------------------------------------------

@@ -109,8 +109,8 @@ class Manager:
         self._api: http.Api | None = None
         self._discovery: discovery_.Discovery | None = None
         self._writer: ssa.Writer | None = None
+        self._elector: lease.LeaderElector | None = None
         self.health: health.HealthServer | None = None
-        self._version: dict[str, Any] = {}
 
     # -- registration ---------------------------------------------------------
 
@@ -193,11 +193,10 @@ class Manager:
         return found
 
     def is_served(self, api_version: str, kind: str) -> bool:
-        return self.discovery.cached(api_version, kind) is not None
+        return self.discovery.facts.is_served(api_version, kind)
 
     def is_namespaced(self, api_version: str, kind: str) -> bool | None:
-        found = self.discovery.cached(api_version, kind)
-        return None if found is None else found.namespaced
+        return self.discovery.facts.is_namespaced(api_version, kind)
 
     @property
     def has_synced(self) -> bool:
@@ -225,9 +224,10 @@ class Manager:
         await self.ensure_watch(api_version, kind)
 
     def cluster_version(self) -> tuple[str, str, str]:
-        """(gitVersion, major, minor) of the API server, read once at start."""
-        v = self._version
-        return (str(v.get("gitVersion", "")), str(v.get("major", "")), str(v.get("minor", "")))
+        """(gitVersion, major, minor) of the API server, from the last full discovery read."""
+        if self._discovery is None:
+            return ("", "", "")
+        return self._discovery.facts.version.as_tuple()
 
     def stop(self) -> None:
         """Ask ``run`` to shut down (what SIGTERM and SIGINT do)."""
@@ -243,8 +243,8 @@ class Manager:
             async with await http.Api.connect(self.settings.api, metrics=self.metrics) as api:
                 self._api = api
                 self._discovery = discovery_.Discovery(api)
-                self._writer = ssa.Writer(api=api, discovery=self._discovery)
-                self._version = await api.request("GET", "/version", resource="version")
+                self._writer = ssa.Writer(api=api, discovery=self._discovery, fence=self._may_write)
+                await self._discovery.read()  # the version and every served kind, once
                 self.health = health.HealthServer(metrics=self.metrics, ready=self.ready)
                 await self.health.start(host=self.settings.server.address, port=self.settings.server.port)
                 try:
@@ -311,7 +311,8 @@ class Manager:
         return handlers.owned(self.queue.add, namespaced_owner=namespaced)
 
     async def _until_stopped(self, awaitable: Any) -> bool:
-        """Await ``awaitable`` unless a stop comes first; True if it completed."""
+        """Await ``awaitable`` unless a stop comes first; True if it completed, and what it
+        raised if it failed (a failure must never pass for a stop)."""
         task = asyncio.ensure_future(awaitable)
         stop = asyncio.ensure_future(self._stopping.wait())
         try:
@@ -322,7 +323,10 @@ class Manager:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        return task.done() and not task.cancelled() and task.exception() is None
+        if task.done() and not task.cancelled():
+            task.result()  # raises what the awaitable raised
+            return True
+        return False
 
     async def _lifecycle(self) -> int:
         synced = asyncio.gather(*(r.synced.wait() for r in self._reflectors.values()))
@@ -340,6 +344,7 @@ class Manager:
             self._leading(True)
             return await self._work(controller, elector=None)
         elector = lease.LeaderElector(api=self.api, settings=self.settings.lease, on_change=self._leading)
+        self._elector = elector
         self.identity = elector.identity
         self.role = "standby"
         log.info("standing by for the lease", identity=self.identity)
@@ -347,6 +352,13 @@ class Manager:
             self.role = "stopping"
             return 0
         return await self._work(controller, elector=elector)
+
+    def _may_write(self) -> bool:
+        """The write fence: without leader election, always; with it, only while the Lease
+        is held and was renewed within the renew deadline."""
+        if not self.settings.lease.enabled:
+            return True
+        return self._elector is not None and self._elector.may_write()
 
     def _leading(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
