@@ -20,6 +20,11 @@ Callers decide what to do by class, never by parsing messages::
     │   └── TemplateError           Jinja2 syntax, undefined value, sandbox, limits
     └── Terminal                    wraps an error that retrying cannot fix
 
+    NotLeader                       a write refused before it was sent: this process does
+                                    not hold a fresh lease (not an SroError on purpose:
+                                    no code that sorts write failures may catch it; it
+                                    ends the reconcile)
+
 ``sro.kube.errors`` alone turns HTTP responses into ``ApiError`` subclasses. Recipe
 errors carry the file and line so messages can point at them.
 """
@@ -195,3 +200,12 @@ class Terminal(SroError):
         super().__init__(str(cause))
         self.cause = cause
         self.reason = reason
+
+
+class NotLeader(Exception):
+    """A mutating request was refused before it was sent: this process does not hold the
+    Lease, or has not renewed it within the renew deadline (a standby may be taking over).
+
+    Deliberately outside ``SroError``: the engine sorts ``SroError``s into write failures
+    and goes on, and a fenced write must instead end the reconcile at once.
+    """

@@ -17,7 +17,7 @@ attempts, jittered); other errors are raised as the typed errors of ``sro.errors
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -43,11 +43,23 @@ _on_conflict = tenacity.AsyncRetrying(
 
 class Writer:
     def __init__(
-        self, *, api: http.Api, discovery: discovery.Discovery, field_manager: str = FIELD_MANAGER
+        self,
+        *,
+        api: http.Api,
+        discovery: discovery.Discovery,
+        field_manager: str = FIELD_MANAGER,
+        fence: Callable[[], bool] | None = None,
     ) -> None:
+        """``fence``: asked immediately before every mutating request (dry runs included);
+        False refuses the request with ``errors.NotLeader`` (``kube.lease.LeaderElector.may_write``)."""
         self._api = api
         self._discovery = discovery
         self.field_manager = field_manager
+        self._fence = fence
+
+    def _fenced(self, what: str) -> None:
+        if self._fence is not None and not self._fence():
+            raise errors.NotLeader(f"{what}: refused, this process does not hold a fresh lease")
 
     async def _path(
         self, ref: desired.ObjectRef, *, subresource: str = "", collection: bool = False
@@ -70,6 +82,7 @@ class Writer:
             params["dryRun"] = "All"
         async for attempt in _on_conflict:
             with attempt:
+                self._fenced(f"apply {ref}")
                 answer = await self._api.request(
                     "PATCH",
                     path,
@@ -95,6 +108,7 @@ class Writer:
     async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create ``body``; ``Conflict`` if it exists (what "never adopt" needs, unlike apply)."""
         path, plural = await self._path(desired.ObjectRef.of(body), collection=True)
+        self._fenced(f"create {desired.ObjectRef.of(body)}")
         return await self._api.request("POST", path, body=dict(body), resource=plural)
 
     async def set_finalizers(
@@ -106,12 +120,14 @@ class Writer:
         meta: dict[str, Any] = {"finalizers": list(finalizers) or None}
         if resource_version:
             meta["resourceVersion"] = resource_version
+        self._fenced(f"finalizers of {ref}")
         return await self._api.request(
             "PATCH", path, body={"metadata": meta}, content_type=http.MERGE_PATCH, resource=plural
         )
 
     async def patch_node(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON merge patch of Node ``name`` (a stale ``resourceVersion`` in it: ``Conflict``)."""
+        self._fenced(f"patch node {name}")
         return await self._api.request(
             "PATCH",
             f"/api/v1/nodes/{name}",
@@ -124,6 +140,7 @@ class Writer:
         """Create an events.k8s.io/v1 Event. Not retried: a retry after a lost answer would
         post it twice, and an Event is advisory."""
         namespace = str((body.get("metadata") or {}).get("namespace", ""))
+        self._fenced("post event")
         return await self._api.request(
             "POST",
             f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
@@ -149,6 +166,7 @@ class Writer:
         }
         if uid:
             options["preconditions"] = {"uid": uid}
+        self._fenced(f"delete {ref}")
         try:
             await self._api.request("DELETE", path, body=options, resource=plural)
         except errors.NotFound:

@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from sro import errors
 from sro.engine import ports
 from sro.model import desired
 from sro.model import specialresource as sr_model
@@ -78,6 +79,8 @@ class StatusWriter:
             try:
                 await self._writer.post_event(body)
                 written += 1
+            except errors.NotLeader:
+                raise  # not a lost Event: this process must stop writing
             except Exception as exc:  # advisory write, see docstring
                 log.warning("event not written", sr=sr_name, reason=event.reason, error=str(exc))
         return written

@@ -13,7 +13,12 @@
 * ``release`` (clean shutdown) clears the holder and sets the duration to 1 s, so a
   standby takes over at its next retry instead of waiting out the lease.
 
-There is no fencing: reconciles must be idempotent (they are: server-side apply).
+Fencing: ``may_write()`` is true only while this process leads *and* renewed within the
+renew deadline by its own clock; the writer asks it immediately before every mutating
+request (``sro.apply.ssa.Writer``). A process whose event loop stalled past the deadline
+(a long pause, CPU starvation) therefore sends nothing when it resumes, even before
+``hold`` notices: by then a standby may hold the Lease. Reconciles stay idempotent
+(server-side apply) for what the fence cannot see, such as a request already on the wire.
 """
 
 from __future__ import annotations
@@ -74,10 +79,15 @@ class LeaderElector:
     def observed_holder(self) -> str:
         return self._observed_holder
 
+    def may_write(self) -> bool:
+        """Whether this process leads and renewed within the renew deadline (the fence)."""
+        return self.is_leader and self._clock.now() - self.last_renewal < self.settings.renew_deadline
+
     async def acquire(self) -> None:
         """Return once this process holds the Lease (standby until then)."""
         while True:
             if await self._attempt():
+                self.last_renewal = self._clock.now()
                 self._set_leader(True)
                 self._log.info("acquired the lease")
                 return

@@ -3,7 +3,7 @@
 Covers: of candidates racing for an absent Lease exactly one wins; a held Lease is
 not taken before it has gone unchanged for its duration on the local clock, and is
 taken after; a released Lease is taken at once; renewing keeps it; a leader that
-sees another holder raises ``LeaderLost``.
+sees another holder raises ``LeaderLost``; a leader past its renew deadline writes nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from sro import settings
-from sro.kube import http, lease
+from sro import errors, settings
+from sro.apply import ssa
+from sro.kube import discovery, http, lease
+from sro.model import desired
 from sro.queue import clock
 
 pytestmark = pytest.mark.integration
@@ -98,3 +100,41 @@ async def test_a_leader_that_cannot_renew_past_the_deadline_gives_up(cluster: An
             await asyncio.wait_for(a.hold(), 120)
         assert not a.is_leader
         print(f"\ngave up {time.monotonic() - a.last_renewal:.1f} s after the last renewal (deadline 3 s)")
+
+
+async def test_a_leader_that_stalled_past_its_renew_deadline_sends_no_write(
+    cluster: Any, namespace: str
+) -> None:
+    """The write fence: a process whose loop stalled past the renew deadline (here: its clock
+    jumps, as after a long pause) refuses every mutating request before sending it, even
+    though ``hold`` has not noticed yet; reads still go through."""
+    async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+        local = clock.ManualClock(1000.0)
+        a = elector(api, namespace, "a", local)
+        assert not a.may_write(), "a standby may not write"
+        await asyncio.wait_for(a.acquire(), 30)
+        writer = ssa.Writer(api=api, discovery=discovery.Discovery(api), fence=a.may_write)
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fenced", "namespace": namespace}}
+        await writer.apply(cm)
+        local.advance(9.0)
+        assert a.may_write(), "within the renew deadline"
+        local.advance(1.5)
+        assert a.is_leader and not a.may_write(), "past the deadline: still believes it leads, may not write"
+        changed = {**cm, "data": {"k": "v"}}
+        ref = desired.ObjectRef.of(cm)
+        for attempt in (
+            writer.apply(changed),
+            writer.apply(changed, dry_run=True),
+            writer.delete(ref),
+            writer.create({**cm, "metadata": {"name": "other", "namespace": namespace}}),
+            writer.patch_node("no-such-node", {"metadata": {"labels": {"x": "y"}}}),
+        ):
+            with pytest.raises(errors.NotLeader):
+                await attempt
+        live = await writer.get(ref)
+        assert "data" not in live, "nothing was sent"
+        assert await a._try_acquire_or_renew()
+        a.last_renewal = local.now()
+        assert a.may_write(), "renewed: writes again"
+        await writer.apply(changed)
+        assert (await writer.get(ref))["data"] == {"k": "v"}
