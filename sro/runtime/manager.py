@@ -375,12 +375,20 @@ class Manager:
             workers.cancel()
             code = 1
         else:
+            # Drain in-flight reconciles, still watching the lease: one lost meanwhile ends
+            # the drain at once (the writer's fence already refuses their writes).
             controller.stop()
             self.role = "stopping"
-            try:
-                async with asyncio.timeout(self.settings.controller.grace_period):
-                    await asyncio.shield(workers)
-            except TimeoutError:
+            done, _ = await asyncio.wait(
+                {workers, holding},
+                timeout=self.settings.controller.grace_period,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if holding in done:
+                log.error("lost the lease while draining: cancelling in-flight reconciles")
+                workers.cancel()
+                code = 1
+            elif workers not in done:
                 log.warning("in-flight reconciles outlived the grace period: cancelling")
                 workers.cancel()
             if workers.done() and not workers.cancelled() and workers.exception() is not None:
