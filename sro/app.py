@@ -24,10 +24,9 @@ from sro import errors
 from sro import settings as settings_
 from sro.cache import projections
 from sro.engine import recipes, reconciler
-from sro.model import bodies, views
+from sro.model import bodies, selection, views
 from sro.model import specialresource as sr_model
 from sro.observe import logs
-from sro.plan import inputs
 from sro.render import sources, values
 from sro.runtime import manager, result
 
@@ -177,10 +176,9 @@ class _NodeKeys:
             if any(k.startswith(prefix) for n in nodes for k in n.labels):
                 keys.add(sr.name)  # it has marks to keep right or take off
                 continue
-            selector = sr.spec.node_selector
-            if selector is None:
-                selector = self._recipe_selector(sr.spec.recipe)
-            if selector is not None and any(inputs.matches(n, selector) for n in nodes):
+            default = self._recipe_selector(sr.spec.recipe) if sr.spec.node_selector is None else None
+            selector = selection.effective_selector(sr, recipe_default=default)
+            if selector is not None and any(selection.matches(n, selector) for n in nodes):
                 keys.add(sr.name)
         return keys
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from sro.errors import RecipeError
 from sro.hooks import pipeline
+from sro.model import selection, views
 from sro.model import specialresource as srmodel
-from sro.model import views
 from sro.render import kinds, values, yamlstrict
 from sro.render import problems as problems_
 from sro.render import recipe as recipe_
@@ -81,7 +81,7 @@ def check_recipe(
 ) -> Report:
     """Render ``recipe`` (for ``sr``, or a default one) on representative nodes; every problem."""
     sr = sr or synthetic_sr(recipe.name)
-    selector = pipeline.effective_selector(sr, recipe)
+    selector = selection.effective_selector(sr, recipe_default=recipe.node_selector)
     env = pipeline.Environment(
         cluster_version=cluster_version,
         operator=values.OperatorInfo(namespace="sro-system", image="sro:lint", version="lint"),

@@ -10,12 +10,12 @@ document makes the whole recipe fail before anything is written. The output is s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sro import errors
 from sro.hooks import base, keys, registry
-from sro.model import desired, kernels, views
+from sro.model import desired, kernels, selection, views
 from sro.model import specialresource as srmodel
 from sro.render import engine, kinds, templates, values
 from sro.render import problems as problems_
@@ -38,20 +38,6 @@ _KIND_ORDER = {
 }
 _WORKLOAD_RANK = 8
 _LIMITS = templates.Limits()
-
-
-def effective_selector(sr: srmodel.SpecialResource, recipe: recipe_.Recipe) -> Mapping[str, str]:
-    """The SpecialResource's nodeSelector when it has one, else the recipe's default."""
-    return sr.spec.node_selector if sr.spec.node_selector is not None else recipe.node_selector
-
-
-def select_nodes(nodes: Sequence[views.NodeView], selector: Mapping[str, str]) -> tuple[views.NodeView, ...]:
-    """Nodes carrying every label of ``selector``, sorted by name."""
-    return tuple(
-        sorted(
-            (n for n in nodes if all(n.labels.get(k) == v for k, v in selector.items())), key=lambda n: n.name
-        )
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,8 +83,8 @@ def collect_desired(
 ) -> tuple[desired.DesiredState | None, problems_.Problems]:
     """Like ``render_desired`` but returns every problem found instead of raising."""
     found = problems_.Problems(warnings=list(recipe.warnings))
-    selector = effective_selector(sr, recipe)
-    selected = select_nodes([n for n in nodes if n.name not in env.keep_off], selector)
+    selector = selection.effective_selector(sr, recipe_default=recipe.node_selector)
+    selected = selection.select(nodes, selector, excluding=env.keep_off)
     groups = kernels.group_nodes(selected)
     inputs = values.Inputs(
         sr=sr,

@@ -4,8 +4,8 @@ Pure functions over what the caches hand out (``NodeView``, ``PodView``, ``Objec
 and raw SpecialResource bodies), so the engine's I/O shell stays thin and these rules can
 be read in one place:
 
-* a node is *selected* when every label of the effective selector (the SpecialResource's
-  ``nodeSelector``, or its recipe's default) matches, minus the nodes an earlier
+* a node is *selected* by the one rule of ``sro.model.selection`` (every label of the
+  SpecialResource's ``nodeSelector``, or its recipe's default), minus the nodes an earlier
   SpecialResource of the same recipe keeps (``conflicts``);
 * a node has *departed* when it is not selected but still carries something of this
   SpecialResource: a ``<sr>.sro.dev/`` label, its kernel annotation or its taint record;
@@ -22,24 +22,10 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.cache import projections
-from sro.model import desired, views
+from sro.model import desired, selection, views
 from sro.model import specialresource as sr_model
 from sro.plan import conflicts, dependencies, finish, lifecycle, node_patches
 from sro.plan import observed as observed_
-
-
-def matches(node: views.NodeView, selector: Mapping[str, str]) -> bool:
-    """Whether ``node`` carries every label of ``selector`` (an empty selector matches all)."""
-    return all(node.labels.get(k) == v for k, v in selector.items())
-
-
-def effective_selector(sr: sr_model.SpecialResource, recipe_selector: Mapping[str, str]) -> Mapping[str, str]:
-    """The SpecialResource's ``nodeSelector`` when given, else its recipe's default."""
-    return sr.spec.node_selector if sr.spec.node_selector is not None else recipe_selector
-
-
-def select(nodes: Iterable[views.NodeView], selector: Mapping[str, str]) -> frozenset[str]:
-    return frozenset(n.name for n in nodes if matches(n, selector))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +48,9 @@ def summarise(
         recipe=sr.spec.recipe,
         created=sr.creation_timestamp,
         dependencies=sr.spec.dependencies,
-        nodes=select(nodes, effective_selector(sr, recipe_selector)),
+        nodes=selection.selected_names(
+            nodes, selection.effective_selector(sr, recipe_default=recipe_selector)
+        ),
         managed=sr.spec.management_state is sr_model.ManagementState.MANAGED and not sr.deleting,
     )
 
