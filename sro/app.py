@@ -13,7 +13,7 @@ Settings come from ``sro.cli`` (flags with environment fallbacks) as one frozen
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -103,6 +103,9 @@ class _Reader:
 
     def pods(self, namespace: str) -> Sequence[views.PodView]:
         return self._m.pods.values(namespace=namespace)
+
+    def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
+        return self._m.lagging(kinds)
 
 
 class _Kinds:

@@ -56,6 +56,26 @@ class Writer:
         self._discovery = discovery
         self.field_manager = field_manager
         self._fence = fence
+        # (apiVersion, kind) -> the newest resourceVersion a write of this process returned
+        self._written: dict[tuple[str, str], int] = {}
+
+    def written_version(self, api_version: str, kind: str) -> int:
+        """The newest resourceVersion a write of this process to that kind returned (0: none).
+
+        A cache that has seen at least this version has seen every write sro made to the
+        kind (resourceVersions are etcd revisions, one counter for the whole cluster), which
+        is what an irreversible step needs before it trusts that cache.
+        """
+        return self._written.get((api_version, kind), 0)
+
+    def _note(self, api_version: str, kind: str, answer: Mapping[str, Any]) -> None:
+        raw = (answer.get("metadata") or {}).get("resourceVersion") if isinstance(answer, Mapping) else None
+        try:
+            version = int(str(raw))
+        except ValueError:
+            return
+        key = (api_version, kind)
+        self._written[key] = max(self._written.get(key, 0), version)
 
     def _fenced(self, what: str) -> None:
         if self._fence is not None and not self._fence():
@@ -92,6 +112,8 @@ class Writer:
                     resource=plural,
                 )
                 log.debug("applied", object=str(ref), dry_run=dry_run, subresource=subresource or None)
+                if not dry_run:
+                    self._note(ref.api_version, ref.kind, answer)
                 return answer
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
@@ -108,8 +130,11 @@ class Writer:
     async def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create ``body``; ``Conflict`` if it exists (what "never adopt" needs, unlike apply)."""
         path, plural = await self._path(desired.ObjectRef.of(body), collection=True)
-        self._fenced(f"create {desired.ObjectRef.of(body)}")
-        return await self._api.request("POST", path, body=dict(body), resource=plural)
+        ref = desired.ObjectRef.of(body)
+        self._fenced(f"create {ref}")
+        answer = await self._api.request("POST", path, body=dict(body), resource=plural)
+        self._note(ref.api_version, ref.kind, answer)
+        return answer
 
     async def set_finalizers(
         self, ref: desired.ObjectRef, finalizers: Sequence[str], *, resource_version: str = ""
@@ -121,20 +146,24 @@ class Writer:
         if resource_version:
             meta["resourceVersion"] = resource_version
         self._fenced(f"finalizers of {ref}")
-        return await self._api.request(
+        answer = await self._api.request(
             "PATCH", path, body={"metadata": meta}, content_type=http.MERGE_PATCH, resource=plural
         )
+        self._note(ref.api_version, ref.kind, answer)
+        return answer
 
     async def patch_node(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """A JSON merge patch of Node ``name`` (a stale ``resourceVersion`` in it: ``Conflict``)."""
         self._fenced(f"patch node {name}")
-        return await self._api.request(
+        answer = await self._api.request(
             "PATCH",
             f"/api/v1/nodes/{name}",
             body=dict(patch),
             content_type=http.MERGE_PATCH,
             resource="nodes",
         )
+        self._note("v1", "Node", answer)
+        return answer
 
     async def post_event(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an events.k8s.io/v1 Event. Not retried: a retry after a lost answer would
@@ -168,9 +197,10 @@ class Writer:
             options["preconditions"] = {"uid": uid}
         self._fenced(f"delete {ref}")
         try:
-            await self._api.request("DELETE", path, body=options, resource=plural)
+            answer = await self._api.request("DELETE", path, body=options, resource=plural)
         except errors.NotFound:
             return False
+        self._note(ref.api_version, ref.kind, answer)  # the object as deletion left it, if any
         log.debug("deleted", object=str(ref), propagation=propagation)
         return True
 

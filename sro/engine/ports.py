@@ -11,7 +11,7 @@ made must be seen to be refused, never adopted), and container logs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from sro.cache import projections
@@ -34,6 +34,10 @@ class Reader(Protocol):
         ...
 
     def pods(self, namespace: str) -> Sequence[views.PodView]: ...
+
+    def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
+        """Of ``kinds``, those whose cache has not yet shown this process's last write."""
+        ...
 
 
 class Writer(Protocol):

@@ -171,16 +171,18 @@ class Engine:
             await self._kinds.ensure_watched(api_version, kind)
 
         # plan
+        owned = self._reader.owned(sr.name)
         seen = inputs.observe(
             sr,
             wanted=wanted,
             nodes=all_nodes,
-            owned=self._reader.owned(sr.name),
+            owned=owned,
             namespace_pods=self._reader.pods(sr.spec.namespace),
             previous=previous,
             recipe_source=str(recipe.source),
             logs=dict(memory.logs),
             retries=memory.retries,
+            lagging=self._reader.lagging(inputs.watched_kinds(wanted.objects, owned)),
         )
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
@@ -192,7 +194,7 @@ class Engine:
             self._writer,
             planned.apply,
             sr=sr,
-            live={v.ref: v for v in self._reader.owned(sr.name)},
+            live={v.ref: v for v in owned},
             opening=planned.opening,
             blocks=planned.blocks,
         )

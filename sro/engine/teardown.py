@@ -56,12 +56,14 @@ async def _run(ctx: Context, *, now: datetime) -> planner.Plan:
     """One teardown pass: plan it from the caches, send its deletions and node changes."""
     sr = ctx.sr
     nodes = ctx.reader.nodes()
+    owned = ctx.reader.owned(sr.name)
     seen = inputs.observe_teardown(
         sr,
-        owned=ctx.reader.owned(sr.name),
+        owned=owned,
         namespace_pods=ctx.reader.pods(sr.spec.namespace),
         nodes=nodes,
         previous=ctx.previous,
+        lagging=ctx.reader.lagging(inputs.watched_kinds((), owned)),
     )
     planned = planner.plan_teardown(sr_name=sr.name, seen=seen, generation=sr.generation, now=now)
     await writes.delete_objects(ctx.writer, planned.delete, sr_name=sr.name)

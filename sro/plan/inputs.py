@@ -156,6 +156,17 @@ def _controller_kind(body: Mapping[str, Any]) -> str:
     return ""
 
 
+def watched_kinds(
+    wanted: Iterable[desired.DesiredObject], owned: Iterable[projections.ObjectView]
+) -> frozenset[tuple[str, str]]:
+    """The kinds whose caches a pass of this SpecialResource rests on: Nodes, Pods, and
+    every kind it wants or still has (whether those caches lag is asked of the runtime)."""
+    kinds = {("v1", "Node"), ("v1", "Pod")}
+    kinds.update((o.ref.api_version, o.ref.kind) for o in wanted)
+    kinds.update((v.ref.api_version, v.ref.kind) for v in owned)
+    return frozenset(kinds)
+
+
 def peers(name: str, summaries: Iterable[PeerSummary]) -> finish.Peers:
     """What the other SpecialResources say of ``name``: conflicts and dependencies."""
     summaries = tuple(summaries)
@@ -178,6 +189,7 @@ def observe(
     recipe_source: str,
     logs: Mapping[str, Mapping[str, str]] = MappingProxyType({}),
     retries: Mapping[desired.ObjectRef, observed_.Retry] = MappingProxyType({}),
+    lagging: frozenset[tuple[str, str]] = frozenset(),
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out.
 
@@ -200,6 +212,7 @@ def observe(
         previous_status=previous,
         taints=sr_taints(sr),
         recipe_source=recipe_source,
+        lagging=lagging,
     )
 
 
@@ -210,6 +223,7 @@ def observe_teardown(
     namespace_pods: Iterable[views.PodView],
     nodes: Iterable[views.NodeView],
     previous: Mapping[str, Any],
+    lagging: frozenset[tuple[str, str]] = frozenset(),
 ) -> observed_.Observed:
     """Teardown's ``Observed``: every owned object (the namespace too) and every node
     carrying anything of this SpecialResource, whatever selects it now."""
@@ -223,4 +237,5 @@ def observe_teardown(
         pods=relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
         previous_status=previous,
         taints=sr_taints(sr),
+        lagging=lagging,
     )

@@ -36,6 +36,9 @@ from sro.plan import observed as observed_
 COMPLETE = "complete"
 READY_VALUE = "ready"
 COMPLETE_VALUE = "true"
+ON_DELETE = "OnDelete"
+NODE = ("v1", "Node")
+DAEMONSET = ("apps/v1", "DaemonSet")
 
 # Failed pods are recreated after 10 s, doubling per attempt, at most every 5 minutes.
 BACKOFF_BASE = timedelta(seconds=10)
@@ -256,21 +259,34 @@ def closed_pods(
 
 
 def outdated_pods(seen: observed_.Observed) -> tuple[Deletion, ...]:
-    """Pods of owned DaemonSets made from an older pod template.
+    """Pods of owned ``OnDelete`` DaemonSets made from an older pod template.
 
     A DaemonSet with the ``OnDelete`` strategy (how driver DaemonSets avoid unloading a
     driver on every edit) never replaces its pods by itself, and readiness only counts
     pods of the current template: after a template change (a recipe edit, ``set``, or
     putting back a drifted field) the old pods are deleted so the node runs the new one
-    and walks the states after it again. A RollingUpdate DaemonSet does this itself.
+    and walks the states after it again. Any other strategy is the DaemonSet
+    controller's to carry out: sro never replaces those pods itself.
+
+    Only a pod of an *older* generation than the cached DaemonSet is replaced. A pod of a
+    newer one means the DaemonSet's cache lags behind the Pods' (another watch stream,
+    after a restart or a backoff): nothing is decided on that, so a fresh pod is never
+    deleted for a change the cache has not shown yet. The planner also holds the
+    deletion while the Pod or DaemonSet cache lags behind sro's own writes
+    (``fresh_enough``), and the uid precondition makes a second deletion of the same pod
+    for one change impossible.
     """
-    by_uid = {live.uid: live for live in seen.objects.values() if live.ref.kind == "DaemonSet" and live.uid}
+    by_uid = {
+        live.uid: live
+        for live in seen.objects.values()
+        if live.ref.kind == "DaemonSet" and live.uid and live.update_strategy == ON_DELETE
+    }
     out = []
     for pod in seen.pods:
         live = by_uid.get(pod.owner_uid) if pod.owner_kind == "DaemonSet" else None
-        if live is None or pod.deleting or live.deleting or not pod.template_generation:
+        if live is None or pod.deleting or live.deleting or not pod.template_generation.isdigit():
             continue
-        if pod.template_generation != str(live.template_generation):
+        if int(pod.template_generation) < live.template_generation:
             ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name)
             reason = (
                 f"made from template generation {pod.template_generation} of {live.ref}, "
@@ -278,6 +294,21 @@ def outdated_pods(seen: observed_.Observed) -> tuple[Deletion, ...]:
             )
             out.append(Deletion(ref=ref, uid=pod.uid, reason=reason))
     return tuple(out)
+
+
+def fresh_enough(deletion: Deletion, seen: observed_.Observed) -> bool:
+    """Whether the caches behind ``deletion`` have seen sro's own last writes, so the
+    decision to delete does not rest on a picture older than what sro itself did.
+
+    Every deletion rests on its own kind's cache (is it still there, still undesired?);
+    a pod's also on the Nodes (is its state open there?) and the DaemonSets (is it of an
+    older template?). A deletion that does not pass waits for the next pass; the uid
+    precondition keeps one that does from ever removing a newer object of the same name.
+    """
+    kinds = {(deletion.ref.api_version, deletion.ref.kind)}
+    if deletion.ref.kind == "Pod":
+        kinds |= {NODE, DAEMONSET}
+    return not (kinds & seen.lagging)
 
 
 def downstream(states: Sequence[desired.StateSpec]) -> Mapping[str, frozenset[str]]:
@@ -341,4 +372,8 @@ def teardown(*, sr_name: str, seen: observed_.Observed) -> Teardown:
     nodes = {n.name: n for n in (*seen.nodes.values(), *seen.departed)}
     changes = strip_nodes(sr_name, sorted(nodes.values(), key=lambda n: n.name))
     left = [ref for ref in seen.objects if not _controller_pod(seen, ref)]
-    return Teardown(delete=delete, node_changes=changes, done=not left and not changes)
+    # The finalizer may go only on caches that have seen every removal sro sent: a lagging
+    # Node cache would show nodes just cleaned by the last pass as clean, and a lagging
+    # one could also show labelled nodes as clean, leaving labels and taints behind forever.
+    fresh = not seen.lagging
+    return Teardown(delete=delete, node_changes=changes, done=fresh and not left and not changes)

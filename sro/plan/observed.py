@@ -49,6 +49,15 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
+def _update_strategy(body: Mapping[str, Any]) -> str:
+    if body.get("kind") != "DaemonSet":
+        return ""
+    spec = body.get("spec")
+    strategy = spec.get("updateStrategy") if isinstance(spec, Mapping) else None
+    kind = strategy.get("type") if isinstance(strategy, Mapping) else None
+    return str(kind) if kind else "RollingUpdate"
+
+
 @dataclass(frozen=True, kw_only=True)
 class LiveObject:
     """An owned object as the cluster has it, reduced to what readiness rules read.
@@ -68,6 +77,7 @@ class LiveObject:
     conditions: Mapping[str, ObjectCondition] = field(default_factory=lambda: MappingProxyType({}))
     phase: str = ""  # Namespace status.phase
     deleting: bool = False
+    update_strategy: str = ""  # DaemonSet spec.updateStrategy.type ("RollingUpdate" when unset)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> LiveObject:
@@ -98,6 +108,7 @@ class LiveObject:
             ),
             phase=str(status.get("phase", "") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
+            update_strategy=_update_strategy(body),
         )
 
 
@@ -139,6 +150,9 @@ class Observed:
     previous_status: Mapping[str, Any] = field(default_factory=lambda: _NO_STATUS)
     taints: tuple[views.Taint, ...] = ()
     recipe_source: str = "built-in"  # built-in | directory | configmap
+    lagging: frozenset[tuple[str, str]] = frozenset()
+    """(apiVersion, kind) whose cache has not yet shown sro's own last write to that kind:
+    irreversible steps that rest on them wait (``lifecycle.fresh_enough``)."""
 
     @cached_property
     def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:

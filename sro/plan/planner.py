@@ -68,6 +68,9 @@ RECIPE_RECHECK = 30.0
 use, a permanent write failure), or whose recipe comes from a drop-in directory, looks
 again: directories are not watched, so an added, fixed or edited recipe is noticed within
 this time without a restart (reading the caches and the files writes nothing)."""
+CATCH_UP = timedelta(seconds=1)
+"""How soon to look again when a deletion waited for a cache to show sro's own last write
+(the watch brings it within milliseconds to seconds; the event wakes the key anyway)."""
 TEARDOWN_POLL = 2.0
 """Seconds between teardown passes while objects are still going away (a namespace takes a
 few seconds); watches also wake the engine, this is the floor."""
@@ -133,7 +136,7 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
     walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen))
     stale = lifecycle.stale_objects(wanted, seen)
     retry = lifecycle.retries(wanted, seen, walked, now=now)
-    delete = lifecycle.deletion_order(
+    candidates = lifecycle.deletion_order(
         (
             *stale,
             *lifecycle.closed_pods(wanted, seen, walked),
@@ -141,7 +144,13 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
             *lifecycle.outdated_pods(seen),
         )
     )
-    delays = [d for d in (retry.wake_in, LOG_POLL if walked.logs_needed else None) if d is not None]
+    delete = tuple(d for d in candidates if lifecycle.fresh_enough(d, seen))
+    held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
+    delays = [
+        d
+        for d in (retry.wake_in, LOG_POLL if walked.logs_needed else None, CATCH_UP if held else None)
+        if d is not None
+    ]
     if seen.recipe_source == "directory":
         delays.append(timedelta(seconds=RECIPE_RECHECK))  # drop-in directories are not watched
     previous = seen.previous_status
@@ -166,7 +175,7 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
         delete=delete,
         node_labels=lifecycle.node_changes(wanted, seen, walked),
         status=status,
-        events=events.transitions(previous, status, removed=[d.ref for d in stale]),
+        events=events.transitions(previous, status, removed=[d.ref for d in stale if d in delete]),
         logs_needed=walked.logs_needed,
         requeue_after=_seconds(delays),
         retries=retry.records,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -191,6 +191,25 @@ class Manager:
             if spec.role == "owned" and (spec.api_version, spec.kind) not in (NODE_API, POD_API):
                 found.extend(self._reflectors[key].store.by_index(indexes.BY_OWNER, sr_name))
         return found
+
+    def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
+        """Of ``kinds``, those whose cluster-wide cache has not yet shown this process's last
+        write to them (its resourceVersion): what a reconcile must not trust for an
+        irreversible step until the watch catches up. A kind no cache watches is not
+        lagging: nothing reads it from a cache."""
+        out = set()
+        for api_version, kind in kinds:
+            reflector = self._reflectors.get((api_version, kind, ""))
+            written = self.writer.written_version(api_version, kind)
+            if reflector is None or not written:
+                continue
+            try:
+                seen = int(reflector.resource_version or 0)
+            except ValueError:
+                seen = 0
+            if seen < written:
+                out.add((api_version, kind))
+        return frozenset(out)
 
     def is_served(self, api_version: str, kind: str) -> bool:
         return self.discovery.facts.is_served(api_version, kind)

@@ -4,7 +4,7 @@ Covers the precedence of what outranks the walked status (a refused write, a tra
 failure past its bound, a dependency, a conflict), retry messages on the rows, the Events
 that follow from the final status, when to look again, and the run of transient failures
 handed to the next pass. Also the plan outputs the engine executes without deciding:
-outdated DaemonSet pods, the states a refusal blocks, labels held back, refused passes.
+the states a refusal blocks, labels held back, refused passes.
 """
 
 from __future__ import annotations
@@ -162,17 +162,6 @@ def test_log_tails_fetched_this_pass_bring_the_next_look_forward() -> None:
         now=T0,
     )
     assert done.requeue_after == 0.5
-
-
-def test_daemonset_pods_of_an_older_template_are_planned_for_deletion() -> None:
-    driver = ds("driver", "state-driver")
-    want = wanted(states("state-driver"), [driver], ["n1", "n2"])
-    old, new = ds_pod(driver, "n1", generation=1), ds_pod(driver, "n2", generation=2)
-    p = planner.plan(
-        want, seen([node("n1"), node("n2")], objects=[live(driver, generation=2)], pods=[old, new]), now=T0
-    )
-    assert [(d.ref.name, d.uid) for d in p.delete] == [(old.name, old.uid)]
-    assert "template generation 1" in p.delete[0].reason
 
 
 def test_a_state_blocks_every_state_after_it_and_their_ready_labels_are_held_back() -> None:
