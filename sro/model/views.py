@@ -37,14 +37,21 @@ def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, str]:
 
 @dataclass(frozen=True, kw_only=True)
 class Taint:
+    """A node taint. ``time_added`` (the API server sets it on ``NoExecute`` taints) is kept
+    so rewriting a node's taint list gives other writers' taints back exactly as they
+    were; it takes no part in comparing taints."""
+
     key: str
     value: str = ""
     effect: str = "NoSchedule"
+    time_added: str = field(default="", compare=False)
 
     def to_body(self) -> dict[str, str]:
         body = {"key": self.key, "effect": self.effect}
         if self.value:
             body["value"] = self.value
+        if self.time_added:
+            body["timeAdded"] = self.time_added
         return body
 
 
@@ -103,7 +110,12 @@ class NodeView:
                 {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("sro.dev/")}
             ),
             taints=tuple(
-                Taint(key=t.get("key", ""), value=t.get("value", "") or "", effect=t.get("effect", ""))
+                Taint(
+                    key=t.get("key", ""),
+                    value=t.get("value", "") or "",
+                    effect=t.get("effect", ""),
+                    time_added=str(t.get("timeAdded") or ""),
+                )
                 for t in spec.get("taints") or ()
             ),
             unschedulable=bool(spec.get("unschedulable", False)),

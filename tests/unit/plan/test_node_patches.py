@@ -1,0 +1,81 @@
+"""Node patches built by ``plan.node_patches``: only what sro put there, and nothing of
+anyone else's lost.
+
+Covers: the taint patch adds and records sro's taints, removes only recorded ones, and
+gives every other taint back exactly as the node had it (``timeAdded`` included, which the
+API server sets on ``NoExecute`` taints and a rewrite must not drop); a node already right
+needs no patch; ``for_change`` carries labels, annotations and taints in one patch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sro.model import views
+from sro.plan import node_patches
+
+pytestmark = pytest.mark.unit
+
+SR = "gpu"
+MINE = views.Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+THEIRS = views.Taint(key="maintenance", effect="NoExecute", time_added="2026-11-24T10:00:00Z")
+
+
+def node(*taints: views.Taint, recorded: tuple[views.Taint, ...] = (), rv: str = "7") -> views.NodeView:
+    notes = {}
+    if recorded:
+        notes[node_patches.taints_annotation(SR)] = json.dumps([t.to_body() for t in recorded])
+    return views.NodeView(name="n1", taints=taints, annotations=notes, resource_version=rv)
+
+
+def test_adding_sros_taint_keeps_another_writers_taint_with_its_time_added() -> None:
+    patch = node_patches.taint_patch(node(THEIRS), sr_name=SR, wanted=[MINE])
+    assert patch is not None
+    assert patch["spec"]["taints"] == [
+        {"key": "maintenance", "effect": "NoExecute", "timeAdded": "2026-11-24T10:00:00Z"},
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+    ]
+    assert patch["metadata"]["resourceVersion"] == "7"
+    recorded = json.loads(patch["metadata"]["annotations"][node_patches.taints_annotation(SR)])
+    assert recorded == [MINE.to_body()]
+
+
+def test_removing_sros_taint_leaves_the_others_exactly_as_they_were() -> None:
+    patch = node_patches.taint_patch(node(THEIRS, MINE, recorded=(MINE,)), sr_name=SR, wanted=[])
+    assert patch is not None
+    assert patch["spec"]["taints"] == [THEIRS.to_body()]
+    assert patch["metadata"]["annotations"] == {node_patches.taints_annotation(SR): None}
+
+
+def test_a_taint_that_was_there_before_sro_wanted_it_is_never_recorded_nor_removed() -> None:
+    admins = views.Taint(key=MINE.key, value=MINE.value, effect=MINE.effect)
+    assert node_patches.taint_patch(node(admins), sr_name=SR, wanted=[MINE]) is None
+    assert node_patches.taint_patch(node(admins), sr_name=SR, wanted=[]) is None
+
+
+def test_taints_compare_without_their_time_added() -> None:
+    assert views.Taint(key="maintenance", effect="NoExecute") == THEIRS
+    assert len({THEIRS, views.Taint(key="maintenance", effect="NoExecute", time_added="later")}) == 1
+
+
+def test_a_taint_read_from_a_node_body_keeps_its_time_added() -> None:
+    body = {"metadata": {"name": "n1"}, "spec": {"taints": [THEIRS.to_body()]}}
+    (taint,) = views.NodeView.from_body(body).taints
+    assert taint.time_added == "2026-11-24T10:00:00Z"
+
+
+def test_one_patch_carries_labels_annotations_and_taints_and_none_when_nothing_changes() -> None:
+    change = node_patches.NodeChange(node="n1", labels={"gpu.sro.dev/s": "ready"}, taints=(MINE,))
+    patch = node_patches.for_change(node(), change, sr_name=SR)
+    assert patch is not None
+    assert patch["metadata"]["labels"] == {"gpu.sro.dev/s": "ready"}
+    assert patch["spec"]["taints"] == [MINE.to_body()]
+    done = views.NodeView(
+        name="n1",
+        labels={"gpu.sro.dev/s": "ready"},
+        taints=(MINE,),
+        annotations={node_patches.taints_annotation(SR): json.dumps([MINE.to_body()])},
+    )
+    assert node_patches.for_change(done, change, sr_name=SR) is None
