@@ -12,8 +12,11 @@ Callers decide what to do by class, never by parsing messages::
     │   ├── Expired                 410, as an HTTP status or as an in-stream ERROR event
     │   ├── Invalid                 422, with the server's field causes
     │   ├── TooManyRequests         429, with Retry-After
-    │   └── ServerError             5xx
+    │   ├── ServerError             5xx
+    │   └── UntypedPatch            a 500 that no retry can fix: a patch the server cannot
+    │                               type (a field not declared in the schema)
     ├── TransportError              no answer at all (connection refused, reset, timeout)
+    ├── ForeignObject               an object sro would write exists and is not its own
     ├── RecipeError                 something wrong with a recipe or its inputs
     │   ├── RecipeNotFound
     │   ├── RecipeInvalid           structure, YAML, objects, annotations, state graph
@@ -133,6 +136,19 @@ class ServerError(ApiError):
     @property
     def transient(self) -> bool:
         return True
+
+
+class UntypedPatch(ApiError):
+    """The API server's 500 for an apply it cannot turn into a typed patch ("failed to
+    create typed patch object ... field not declared in schema"): the same body fails the
+    same way every time, so it is reported at once, never retried."""
+
+    code = 500
+
+
+class ForeignObject(SroError):
+    """An object a recipe wants exists and was not made by this SpecialResource (no owner
+    reference to it): sro never adopts one, so the write is refused for good."""
 
 
 class TransportError(SroError):

@@ -97,7 +97,8 @@ class Writer:
         ref = desired.ObjectRef.of(body)
         path, plural = await self._path(ref, subresource=subresource)
         sent = diff.stamped(body) if not subresource else dict(body)
-        params = {"fieldManager": self.field_manager, "force": "true"}
+        # Strict: a field the schema does not declare is refused (400) instead of dropped.
+        params = {"fieldManager": self.field_manager, "force": "true", "fieldValidation": "Strict"}
         if dry_run:
             params["dryRun"] = "All"
         async for attempt in _on_conflict:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import structlog
 
 from sro import errors
-from sro.cache import projections
 from sro.engine import ports, writes
 from sro.model import desired
 from sro.model import specialresource as sr_model
-from sro.plan import outcomes
+from sro.plan import inputs, outcomes
 
 log = structlog.get_logger(__name__)
 
@@ -24,21 +23,21 @@ def ref(sr: sr_model.SpecialResource) -> desired.ObjectRef:
     return desired.ObjectRef(api_version="v1", kind="Namespace", namespace="", name=sr.spec.namespace)
 
 
-async def owner(reader: ports.Reader, writer: ports.Writer, sr: sr_model.SpecialResource) -> str | None:
-    """Who the operand namespace was created for: its owner label ("" if none), None if absent.
+async def owner(reader: ports.Reader, writer: ports.Writer, sr: sr_model.SpecialResource) -> bool | None:
+    """Whether the operand namespace was created for this SpecialResource (it carries the
+    owner reference to its uid; the owner label alone proves nothing); None if absent.
 
-    The cache holds only namespaces sro made (watched by owner label), so a miss is asked
-    of the API server: a namespace someone else made must be seen, never adopted.
+    The cache holds only namespaces labelled as sro's, so a miss is asked of the API
+    server: a namespace someone else made must be seen, never adopted.
     """
     cached = reader.namespace(sr.spec.namespace)
     if cached is not None:
-        return cached.owner
+        return inputs.is_ours(cached.body, sr.uid)
     try:
         found = await writer.get(ref(sr))
     except errors.NotFound:
         return None
-    labels = (found.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(projections.OWNER_LABEL, ""))
+    return inputs.is_ours(found, sr.uid)
 
 
 async def create(writer: ports.Writer, sr: sr_model.SpecialResource) -> tuple[outcomes.Failure, ...]:

@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 
 from sro import errors
+from sro.cache import projections
 from sro.engine import namespace as namespace_
 from sro.engine import node_writes, pod_logs, ports, recipes, status_writes, teardown, writes
 from sro.hooks import pipeline
@@ -37,6 +38,7 @@ from sro.status import events, summary
 
 log = structlog.get_logger(__name__)
 
+FOREIGN_NOTED_MAX = 10_000
 NAMESPACE_POLL = 2.0
 """Seconds between looks at an operand namespace that is still terminating."""
 
@@ -80,6 +82,7 @@ class Engine:
         self._clock = clock
         self._status = status_writes.StatusWriter(writer, clock=clock)
         self._memory: dict[str, _Memory] = {}
+        self._foreign_noted: set[tuple[str, str, str]] = set()
         # name -> (the status the cache showed when this engine last wrote, what it wrote)
         self._written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
@@ -139,7 +142,7 @@ class Engine:
 
         # read
         owner = await namespace_.owner(self._reader, self._writer, sr)
-        if owner is not None and owner != sr.name:
+        if owner is False:
             return await refuse(
                 "NamespaceInUse",
                 f"namespace {sr.spec.namespace} exists and was not created for this SpecialResource; "
@@ -172,6 +175,9 @@ class Engine:
 
         # plan
         owned = self._reader.owned(sr.name)
+        mine, foreign = inputs.partition(owned, sr.uid)
+        for view in foreign:
+            self._note_foreign(sr.name, view)
         seen = inputs.observe(
             sr,
             wanted=wanted,
@@ -194,7 +200,8 @@ class Engine:
             self._writer,
             planned.apply,
             sr=sr,
-            live={v.ref: v for v in owned},
+            live={v.ref: v for v in mine},
+            foreign={v.ref: v for v in foreign},
             opening=planned.opening,
             blocks=planned.blocks,
         )
@@ -250,6 +257,20 @@ class Engine:
                 selector = {}
             out.append(inputs.summarise(other, recipe_selector=selector, nodes=nodes))
         return out
+
+    def _note_foreign(self, name: str, view: projections.ObjectView) -> None:
+        """An object labelled as this SpecialResource's that is not: said once per object
+        (the memory of what was said is bounded: a flood of such objects is said again)."""
+        key = (name, str(view.ref), view.uid)
+        if key not in self._foreign_noted:
+            if len(self._foreign_noted) >= FOREIGN_NOTED_MAX:
+                self._foreign_noted.clear()
+            self._foreign_noted.add(key)
+            log.warning(
+                "object labelled as this SpecialResource's but not made by it: ignored, never written",
+                sr=name,
+                object=str(view.ref),
+            )
 
     def _note_summary(self, name: str, me: inputs.PeerSummary, memory: _Memory) -> None:
         """When what others see of this SpecialResource changes, they must look again."""

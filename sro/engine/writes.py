@@ -30,7 +30,7 @@ from sro.cache import projections
 from sro.engine import ports
 from sro.model import desired
 from sro.model import specialresource as sr_model
-from sro.plan import lifecycle, outcomes
+from sro.plan import inputs, lifecycle, outcomes
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +71,7 @@ async def apply_objects(
     *,
     sr: sr_model.SpecialResource,
     live: Mapping[desired.ObjectRef, projections.ObjectView],
+    foreign: Mapping[desired.ObjectRef, projections.ObjectView],
     opening: frozenset[str],
     blocks: Mapping[str, frozenset[str]],
 ) -> WriteReport:
@@ -79,6 +80,11 @@ async def apply_objects(
     A state whose dry-run or write is refused for good is not written, and neither are the
     states the plan says it ``blocks``; each object is sent only when ``apply.diff`` says
     the apply would change something.
+
+    sro never adopts: an object labelled as this SpecialResource's without its owner
+    reference (``foreign``) is refused, and so is a cluster-scoped one the cache does not
+    hold that a direct read finds made by someone else (namespaced objects live in the
+    operand namespace, which sro created). Both are ``ForeignObject`` failures.
     """
     bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
     failures: list[outcomes.Failure] = []
@@ -103,6 +109,11 @@ async def apply_objects(
         if obj.state in blocked:
             continue
         current = live.get(obj.ref)
+        refusal = await _not_ours(writer, obj.ref, sr=sr, current=current, foreign=foreign)
+        if refusal is not None:
+            failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=refusal, source=obj.source))
+            blocked.update((obj.state, *blocks.get(obj.state, ())))
+            continue
         if not diff.needs_apply(body, current.body if current is not None else None):
             continue
         try:
@@ -115,6 +126,35 @@ async def apply_objects(
     if applied:
         log.info("objects applied", sr=sr.name, count=applied)
     return WriteReport(applied=applied, failures=tuple(failures), blocked_states=frozenset(blocked))
+
+
+async def _not_ours(
+    writer: ports.Writer,
+    ref: desired.ObjectRef,
+    *,
+    sr: sr_model.SpecialResource,
+    current: projections.ObjectView | None,
+    foreign: Mapping[desired.ObjectRef, projections.ObjectView],
+) -> errors.ForeignObject | None:
+    """Why writing ``ref`` would adopt someone else's object, or None."""
+    other = foreign.get(ref)
+    body: Mapping[str, Any] | None = other.body if other is not None else None
+    if body is None and current is None and not ref.namespace:
+        try:
+            body = await writer.get(ref)
+        except errors.NotFound:
+            return None
+    if body is None or inputs.is_ours(body, sr.uid):
+        return None
+    owners = ", ".join(
+        f"{r.get('kind')}/{r.get('name')}"
+        for r in (body.get("metadata") or {}).get("ownerReferences") or ()
+        if isinstance(r, Mapping)
+    )
+    return errors.ForeignObject(
+        f"{ref} exists and was not made by SpecialResource {sr.name} "
+        f"(owners: {owners or 'none'}); sro never adopts an object"
+    )
 
 
 async def delete_objects(

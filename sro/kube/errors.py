@@ -40,9 +40,15 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
-def _class_for(code: int, reason: str) -> type[errors.ApiError]:
+# The API server's words for a 500 that is the request's fault, not the server's.
+_UNTYPED_PATCH = "failed to create typed patch object"
+
+
+def _class_for(code: int, reason: str, message: str = "") -> type[errors.ApiError]:
     if reason in ("Expired", "Gone"):
         return errors.Expired
+    if code >= 500 and _UNTYPED_PATCH in message:
+        return errors.UntypedPatch
     if code >= 500:
         return errors.ServerError
     return _BY_CODE.get(code, errors.ApiError)
@@ -65,9 +71,10 @@ def from_status(
     after = parse_retry_after(retry_after)
     if after is None and isinstance(details.get("retryAfterSeconds"), int):
         after = float(details["retryAfterSeconds"])
-    cls = _class_for(code, reason)
+    message = str(status.get("message", "") or reason or f"HTTP {code}")
+    cls = _class_for(code, reason, message)
     return cls(
-        str(status.get("message", "") or reason or f"HTTP {code}"),
+        message,
         code=code,
         reason=reason,
         status=dict(status),
@@ -85,7 +92,7 @@ def from_response(code: int, body: bytes, *, retry_after: str | None = None) -> 
     if isinstance(parsed, dict) and parsed.get("kind") == "Status":
         return from_status(parsed, code=code, retry_after=retry_after)
     snippet = body[:_SNIPPET].decode("utf-8", "replace").strip()
-    return _class_for(code, "")(
+    return _class_for(code, "", snippet)(
         f"HTTP {code}: {snippet}" if snippet else f"HTTP {code}",
         code=code,
         retry_after=parse_retry_after(retry_after),

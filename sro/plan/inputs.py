@@ -106,6 +106,28 @@ def sr_taints(sr: sr_model.SpecialResource) -> tuple[views.Taint, ...]:
     return tuple(views.Taint(key=t.key, value=t.value, effect=t.effect) for t in sr.spec.taints)
 
 
+def is_ours(body: Mapping[str, Any], sr_uid: str) -> bool:
+    """Whether ``body`` carries the controller owner reference to the SpecialResource of
+    ``sr_uid``: the only proof that sro made it for that SpecialResource. The
+    ``sro.dev/owner`` label is only the watch filter: anyone may set it."""
+    refs = (body.get("metadata") or {}).get("ownerReferences")
+    if not sr_uid or not isinstance(refs, list):
+        return False
+    return any(isinstance(r, Mapping) and r.get("uid") == sr_uid and r.get("controller") for r in refs)
+
+
+def partition(
+    owned: Iterable[projections.ObjectView], sr_uid: str
+) -> tuple[tuple[projections.ObjectView, ...], tuple[projections.ObjectView, ...]]:
+    """Labelled objects split into sro's (carrying its owner reference) and the others,
+    which sro never updates, deletes or counts as its own."""
+    mine: list[projections.ObjectView] = []
+    foreign: list[projections.ObjectView] = []
+    for view in owned:
+        (mine if is_ours(view.body, sr_uid) else foreign).append(view)
+    return tuple(mine), tuple(foreign)
+
+
 def live_objects(owned: Iterable[projections.ObjectView]) -> Mapping[desired.ObjectRef, observed_.LiveObject]:
     """Owned objects as the planner reads them; pods made by a controller are not owned objects."""
     out: dict[desired.ObjectRef, observed_.LiveObject] = {}
@@ -116,12 +138,15 @@ def live_objects(owned: Iterable[projections.ObjectView]) -> Mapping[desired.Obj
     return MappingProxyType(out)
 
 
-def owned_pods(pods: Iterable[views.PodView], *, sr_name: str) -> tuple[views.PodView, ...]:
-    """Bare pods this SpecialResource made (per-node pods): owner label, no controller."""
+def owned_pods(pods: Iterable[views.PodView], *, sr_name: str, sr_uid: str = "") -> tuple[views.PodView, ...]:
+    """Bare pods this SpecialResource made (per-node pods): owner label, no controller of
+    another kind, and (given ``sr_uid``) the SpecialResource itself as their controller."""
     return tuple(
         p
         for p in pods
-        if p.labels.get(projections.OWNER_LABEL) == sr_name and p.owner_kind not in observed_.POD_CONTROLLERS
+        if p.labels.get(projections.OWNER_LABEL) == sr_name
+        and p.owner_kind not in observed_.POD_CONTROLLERS
+        and (not sr_uid or p.owner_uid == sr_uid)
     )
 
 
@@ -141,7 +166,7 @@ def relevant_pods(
     old pods do not count for the new one)."""
     owner_uids = {live.uid for live in owned.values() if live.ref.kind == "DaemonSet"}
     pods = tuple(pods)
-    bare = {(p.namespace, p.name) for p in owned_pods(pods, sr_name=sr_name)}
+    bare = {(ref.namespace, ref.name) for ref in owned if ref.kind == "Pod"}
     return tuple(
         p
         for p in pods
@@ -198,9 +223,10 @@ def observe(
     """
     nodes = tuple(nodes)
     selected = frozenset(wanted.nodes)
-    mine = [v for v in owned if v.ref != namespace_ref(sr)]
+    mine = [v for v in partition(owned, sr.uid)[0] if v.ref != namespace_ref(sr)]
     namespace_pods = tuple(namespace_pods)
-    objects = {**live_objects(mine), **pod_objects(owned_pods(namespace_pods, sr_name=sr.name))}
+    bare = owned_pods(namespace_pods, sr_name=sr.name, sr_uid=sr.uid)
+    objects = {**live_objects(mine), **pod_objects(bare)}
     return observed_.Observed(
         generation=sr.generation,
         nodes={n.name: n for n in nodes if n.name in selected},
@@ -228,7 +254,8 @@ def observe_teardown(
     """Teardown's ``Observed``: every owned object (the namespace too) and every node
     carrying anything of this SpecialResource, whatever selects it now."""
     namespace_pods = tuple(namespace_pods)
-    objects = {**live_objects(owned), **pod_objects(owned_pods(namespace_pods, sr_name=sr.name))}
+    bare = owned_pods(namespace_pods, sr_name=sr.name, sr_uid=sr.uid)
+    objects = {**live_objects(partition(owned, sr.uid)[0]), **pod_objects(bare)}
     return observed_.Observed(
         generation=sr.generation,
         nodes={},

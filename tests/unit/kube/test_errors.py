@@ -6,12 +6,15 @@ import pytest
 
 from sro import errors
 from sro.kube import errors as kerrors
+from sro.kube import http
+from sro.plan import outcomes
 
 pytestmark = pytest.mark.unit
 
 
 def status(code: int, reason: str, **extra: object) -> bytes:
-    body = {"kind": "Status", "status": "Failure", "code": code, "reason": reason, "message": "m", **extra}
+    body = {"kind": "Status", "status": "Failure", "code": code, "reason": reason, "message": "m"}
+    body.update(extra)
     return json.dumps(body).encode()
 
 
@@ -64,3 +67,16 @@ def test_transient_errors_are_marked_so() -> None:
     assert kerrors.from_response(503, b"").transient
     assert kerrors.from_response(409, status(409, "Conflict")).transient
     assert not kerrors.from_response(422, status(422, "Invalid")).transient
+
+
+def test_a_500_for_a_patch_the_server_cannot_type_is_permanent_and_not_retried() -> None:
+    message = (
+        'failed to create typed patch object (sro-x/driver; apps/v1, Kind=DaemonSet): '
+        '.spec.template.spec.containers[name="driver"].imagePullPolicyy: field not declared in schema'
+    )
+    err = kerrors.from_response(500, status(500, "InternalError", message=message))
+    assert type(err) is errors.UntypedPatch and not err.transient
+    assert not http._retryable(err)
+    assert outcomes.is_permanent(err)
+    other = kerrors.from_response(500, status(500, "InternalError"))
+    assert type(other) is errors.ServerError and http._retryable(other) and not outcomes.is_permanent(other)

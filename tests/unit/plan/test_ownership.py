@@ -1,0 +1,94 @@
+"""Ownership by reference: what sro counts, deletes or writes as its own.
+
+Covers ``inputs.is_ours`` (only the controller owner reference to the SpecialResource's
+uid proves it; the ``sro.dev/owner`` label does not), ``inputs.partition``, and that the
+``Observed`` a pass plans from holds none of the labelled objects that are not sro's, so
+the planner can never delete them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from sro.cache import projections
+from sro.model import desired
+from sro.model import specialresource as sr_model
+from sro.plan import inputs, planner
+
+pytestmark = pytest.mark.unit
+
+NOW = datetime(2026, 11, 24, tzinfo=UTC)
+UID = "11111111-2222-3333-4444-555555555555"
+SR = sr_model.parse(
+    {
+        "apiVersion": sr_model.API_VERSION,
+        "kind": sr_model.KIND,
+        "metadata": {"name": "gpu", "uid": UID, "generation": 1},
+        "spec": {"recipe": "gpu"},
+    }
+)
+
+
+def labelled(
+    kind: str, name: str, *, refs: list[dict[str, Any]], namespace: str = "gpu"
+) -> projections.ObjectView:
+    body = {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "labels": {projections.OWNER_LABEL: "gpu"},
+            "ownerReferences": refs,
+        },
+    }
+    return projections.ObjectView.from_body(body)
+
+
+def test_only_the_controller_reference_to_the_srs_uid_makes_an_object_sros() -> None:
+    mine = {"metadata": {"ownerReferences": [SR.owner_reference()]}}
+    assert inputs.is_ours(mine, UID)
+    assert not inputs.is_ours({"metadata": {"labels": {projections.OWNER_LABEL: "gpu"}}}, UID)
+    not_controller = {"metadata": {"ownerReferences": [{**SR.owner_reference(), "controller": False}]}}
+    assert not inputs.is_ours(not_controller, UID)
+    other_uid = {"metadata": {"ownerReferences": [{**SR.owner_reference(), "uid": "someone-else"}]}}
+    assert not inputs.is_ours(other_uid, UID)
+    assert not inputs.is_ours({"metadata": {"ownerReferences": "junk"}}, UID)
+    assert not inputs.is_ours(mine, "")
+
+
+def test_labelled_objects_without_the_reference_are_never_planned_for_deletion() -> None:
+    mine = labelled("ConfigMap", "ours", refs=[SR.owner_reference()])
+    tenant = labelled("ConfigMap", "tenants", refs=[], namespace="tenant")
+    assert inputs.partition([mine, tenant], UID) == ((mine,), (tenant,))
+    nothing = desired.DesiredState(
+        sr_name="gpu", namespace="gpu", recipe="gpu", states=(), objects=(), nodes=(), kernel_groups={}
+    )
+    seen = inputs.observe(
+        SR,
+        wanted=nothing,
+        nodes=(),
+        owned=[mine, tenant],
+        namespace_pods=(),
+        previous={},
+        recipe_source="built-in",
+    )
+    assert set(seen.objects) == {mine.ref}
+    p = planner.plan(nothing, seen, now=NOW)  # every owned object not desired is deleted...
+    assert [d.ref for d in p.delete] == [mine.ref]  # ...but only sro's own
+
+
+def test_teardown_counts_and_deletes_only_what_carries_the_reference() -> None:
+    mine = labelled("ConfigMap", "ours", refs=[SR.owner_reference()])
+    tenant = labelled(
+        "ConfigMap", "tenants", refs=[{"kind": "Deployment", "name": "x", "uid": "u", "controller": True}]
+    )
+    seen = inputs.observe_teardown(SR, owned=[mine, tenant], namespace_pods=(), nodes=(), previous={})
+    down = planner.plan_teardown(
+        sr_name="gpu", seen=seen, generation=1, now=datetime(2026, 11, 24, tzinfo=UTC)
+    )
+    assert [d.ref for d in down.delete] == [mine.ref]
