@@ -170,8 +170,7 @@ class Engine:
         failures: list[outcomes.Failure] = []
         if owner is None:
             failures.extend(await namespace_.create(self._writer, sr))
-        for api_version, kind in sorted({(o.ref.api_version, o.ref.kind) for o in wanted.objects}):
-            await self._kinds.ensure_watched(api_version, kind)
+        failures.extend(await self._watch_kinds(wanted))
 
         # plan
         owned = self._reader.owned(sr.name)
@@ -257,6 +256,22 @@ class Engine:
                 selector = {}
             out.append(inputs.summarise(other, recipe_selector=selector, nodes=nodes))
         return out
+
+    async def _watch_kinds(self, wanted: desired.DesiredState) -> list[outcomes.Failure]:
+        """Make sure every kind the recipe wants is watched; a kind that cannot be (the
+        server refuses to list it, or its cache does not list in time) is a failure of the
+        first object of that kind, reported like a refused write, never a stuck worker."""
+        failures = []
+        first: dict[tuple[str, str], desired.DesiredObject] = {}
+        for obj in wanted.objects:
+            first.setdefault((obj.ref.api_version, obj.ref.kind), obj)
+        for (api_version, kind), obj in sorted(first.items()):
+            try:
+                await self._kinds.ensure_watched(api_version, kind)
+            except errors.SroError as exc:
+                log.warning("kind not watched", sr=wanted.sr_name, kind=kind, error=str(exc))
+                failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
+        return failures
 
     def _note_foreign(self, name: str, view: projections.ObjectView) -> None:
         """An object labelled as this SpecialResource's that is not: said once per object

@@ -68,6 +68,9 @@ if TYPE_CHECKING:  # one Metrics serves every runtime part's metrics protocol
 OWNED_SELECTOR = projections.OWNER_LABEL  # "label exists": unrelated objects cost nothing
 NODE_API = ("v1", "Node")
 POD_API = ("v1", "Pod")
+WATCH_SYNC_DEADLINE = 30.0
+"""Seconds ``ensure_watch`` waits for a new kind's first list: far more than a list of the
+operator's own objects takes, short enough that a worker is never held for long."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,13 +232,34 @@ class Manager:
         return True, self.role
 
     async def ensure_watch(self, api_version: str, kind: str) -> store_.Store[Any]:
-        """Watch (by owner label) and cache a kind first needed at runtime; return once listed."""
+        """Watch (by owner label) and cache a kind first needed at runtime; return once listed.
+
+        Never waits without a deadline: a first list the server refuses (403: the service
+        account may not list the kind; 404: not served) raises its typed error at once,
+        before any watch is registered, so the caller can report it and a later call tries
+        again; a cache that has not listed within ``WATCH_SYNC_DEADLINE`` raises
+        ``TransportError`` (retried) and keeps listing in the background.
+        """
         key = (api_version, kind, "")
         if key not in self._reflectors:
+            resource = await self.discovery.resource(api_version, kind)
+            await self.api.request(
+                "GET",
+                resource.path(),
+                params={"limit": "1", "labelSelector": OWNED_SELECTOR},
+                resource=resource.plural,
+                retry=False,
+            )
             spec = WatchSpec(api_version=api_version, kind=kind, label_selector=OWNED_SELECTOR)
             self._add(spec)
             await self._start(spec)
-        await self._reflectors[key].synced.wait()
+        try:
+            async with asyncio.timeout(WATCH_SYNC_DEADLINE):
+                await self._reflectors[key].synced.wait()
+        except TimeoutError:
+            raise errors.TransportError(
+                f"the cache of {kind} ({api_version}) has not listed within {WATCH_SYNC_DEADLINE:.0f} s"
+            ) from None
         return self._reflectors[key].store
 
     async def ensure_watched(self, api_version: str, kind: str) -> None:

@@ -11,6 +11,7 @@ serves /healthz, /readyz and /metrics, and shuts down cleanly.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
@@ -218,3 +219,42 @@ async def test_a_manager_watches_a_kind_at_runtime_serves_health_and_stops_clean
     lease = cluster.kubectl_json("get", "lease", "api-test", "-n", namespace)
     assert not lease["spec"].get("holderIdentity"), "the lease was released"
     assert m.metrics.value("sro_leader") == 0
+
+
+async def test_a_kind_whose_list_the_server_refuses_is_reported_at_once_never_waited_on(
+    cluster: Any, namespace: str
+) -> None:
+    group = f"t{uuid.uuid4().hex[:8]}.runtime.sro.dev"
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(crd(group)))
+    m = Manager(
+        settings.Settings(
+            api=api_settings(cluster),
+            server=settings.ServerSettings(port=0),
+            lease=settings.LeaseSettings(enabled=False),
+        )
+    )
+    m.watch_primary("v1", "ConfigMap", namespace=namespace)
+
+    async def reconcile(key: str) -> result.Result:
+        return result.DONE
+
+    m.reconcile_with(reconcile)
+    running = asyncio.create_task(m.run())
+    try:
+        await waiting.wait_for(lambda: m.role == "leader", timeout=60, message="working")
+
+        async def served() -> bool:
+            await m.discovery.read()
+            return m.is_served(f"{group}/v1", "Widget")
+
+        await waiting.wait_for(served, timeout=60, message="discovery sees the CRD")
+        cluster.kubectl("delete", "crd", f"widgets.{group}")
+        for attempt in range(2):  # and again: a refused kind is never left half-registered
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(errors.NotFound):
+                await asyncio.wait_for(m.ensure_watch(f"{group}/v1", "Widget"), 20)
+            assert asyncio.get_running_loop().time() - started < 10, attempt
+        assert m.ready()[0], "the manager stays ready"
+    finally:
+        m.stop()
+        assert await asyncio.wait_for(running, 30) == 0
