@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sro import errors
-from sro.model import desired, views
+from sro.model import desired, recipe_policy, views
 from sro.model import specialresource as srmodel
 from sro.render import kinds, values
 from sro.render import problems as problems_
@@ -36,6 +36,7 @@ class Context:
     problems: problems_.Problems
     texts: Mapping[errors.Location, str] = dataclasses.field(default_factory=dict)  # document sources
     keep_off: frozenset[str] = frozenset()  # nodes an earlier SpecialResource of the recipe keeps
+    policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT  # what the recipe may create
 
     def locate(self, obj: desired.DesiredObject, needle: str) -> errors.Location:
         """The line of ``obj``'s source document that first contains ``needle`` (else its first line)."""

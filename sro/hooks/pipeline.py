@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sro import errors
 from sro.hooks import base, keys, registry
-from sro.model import desired, kernels, selection, views
+from sro.model import desired, kernels, recipe_policy, selection, views
 from sro.model import specialresource as srmodel
 from sro.render import engine, kinds, templates, values
 from sro.render import problems as problems_
@@ -55,6 +55,8 @@ class Environment:
     is_namespaced: kinds.IsNamespaced
     is_served: kinds.IsServed
     limits: templates.Limits = _LIMITS
+    policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT
+    """What recipes may create (an administrator's choice; ``hooks.policy`` enforces it)."""
     keep_off: frozenset[str] = frozenset()
     """Nodes an earlier SpecialResource of the same recipe keeps (``sro.plan.conflicts``):
     never selected, and DaemonSets are kept off them (``hooks.keep_off``)."""
@@ -84,6 +86,15 @@ def collect_desired(
     """Like ``render_desired`` but returns every problem found instead of raising."""
     found = problems_.Problems(warnings=list(recipe.warnings))
     selector = selection.effective_selector(sr, recipe_default=recipe.node_selector)
+    if not selector and any(t.effect == "NoExecute" for t in sr.spec.taints):
+        # Every node of the cluster would evict every pod that does not tolerate it.
+        found.add(
+            srmodel.SpecialResourceInvalid(
+                f"SpecialResource {sr.name}: a NoExecute taint on every node (the node selector "
+                "is empty) would evict every pod of the cluster; select the accelerator nodes",
+                location=errors.Location(file=f"SpecialResource {sr.name} spec.taints"),
+            )
+        )
     selected = selection.select(nodes, selector, excluding=env.keep_off)
     groups = kernels.group_nodes(selected)
     inputs = values.Inputs(
@@ -110,6 +121,7 @@ def collect_desired(
         problems=found,
         texts={d.location: d.text for s in recipe.states for d in s.documents},
         keep_off=env.keep_off,
+        policy=env.policy,
     )
     objects = [o for o in objects if keys.validate(o, registry.HOOKS, ctx=ctx)]
     for hook in registry.HOOKS:

@@ -1,6 +1,7 @@
 """Every hook, in the order they run. Adding a hook is one module and one line here.
 
-The order matters: the SpecialResource's own PriorityClasses join first; then copies are
+The order matters: the recipe policy sees what the recipe rendered, before anything
+else; the SpecialResource's own PriorityClasses join next; then copies are
 made (kernel groups, then nodes) so every later hook sees each copy; unserved optional
 kinds are dropped before scope is looked up; placement comes after ownership so it sees
 final names and namespaces, and keep-off after placement, whose node affinity it extends;
@@ -17,6 +18,7 @@ from sro.hooks import (
     ownership,
     per_node,
     placement,
+    policy,
     priority_classes,
     proxy,
     wait,
@@ -24,6 +26,7 @@ from sro.hooks import (
 )
 
 HOOKS: tuple[base.Hook, ...] = (
+    base.Hook(name="policy", apply=policy.apply),
     base.Hook(name="priority-classes", apply=priority_classes.apply),
     base.Hook(name="kernel-affine", annotation=kernel_affine.ANNOTATION, apply=kernel_affine.apply),
     base.Hook(name="per-node", annotation=per_node.ANNOTATION, apply=per_node.apply),

@@ -2,7 +2,8 @@
 
 Covers acceptance test 7 with drop-in recipes the test writes into the operator's recipe
 directory: a YAML error, an undefined template value, an unknown ``sro.dev/`` annotation,
-a cycle in ``after``, a kind the cluster does not serve, a missing recipe, and an object
+a cycle in ``after``, a kind the cluster does not serve, a kind the recipe policy denies
+(a Node), a label reserved for the operator, a missing recipe, and an object
 the API server refuses (found by the server-side dry-run before any write of its state).
 After each, a good SpecialResource on the same node still becomes Ready.
 """
@@ -68,6 +69,15 @@ CASES: dict[str, tuple[dict[str, str], str, str]] = {
     "unserved-kind": (
         {"state-config/widget.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"},
         "RecipeInvalid", "state-config/widget.yaml:",
+    ),
+    "node-document": (  # the recipe policy: a recipe may not force-apply a Node
+        {"state-config/node.yaml": "apiVersion: v1\nkind: Node\nmetadata:\n  name: forged\n"},
+        "RecipeInvalid", "state-config/node.yaml:2",
+    ),
+    "forged-owner-label": (
+        {"state-config/configmap.yaml": CONFIGMAP.replace(
+            "  name: greeting\n", "  name: greeting\n  labels:\n    sro.dev/owner: someone-else\n")},
+        "RecipeInvalid", "state-config/configmap.yaml:2",
     ),
     "refused-object": (
         {"state-config/configmap.yaml": CONFIGMAP.replace("  text:", "  bad key!:")},

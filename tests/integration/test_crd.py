@@ -176,6 +176,11 @@ BAD = [
         id="selector-value",
     ),
     pytest.param({"recipe": "../etc"}, "recipe must be a recipe name", id="recipe-path"),
+    pytest.param(
+        {"nodeSelector": {}, "taints": [{"key": "gpu", "effect": "NoExecute"}]},
+        "a NoExecute taint with an empty nodeSelector would taint every node",
+        id="no-execute-everywhere",
+    ),
 ]
 
 

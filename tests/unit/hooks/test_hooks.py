@@ -12,7 +12,7 @@ from conftest import UBUNTU, configmap, daemonset, make_node, make_recipe, make_
 
 from sro.errors import RecipeInvalid
 from sro.hooks import kernel_affine, per_node, registry
-from sro.model import names, views
+from sro.model import names, recipe_policy, views
 from sro.render import values
 
 pytestmark = pytest.mark.unit
@@ -200,6 +200,7 @@ def test_a_served_optional_kind_is_kept_and_marked_optional() -> None:
 
 
 def test_a_kind_served_by_a_crd_of_the_recipe_is_accepted_with_the_crds_scope() -> None:
+    """Where the administrator's policy lets recipes ship CRDs (the default does not)."""
     crd = """apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: widgets.example.com}
@@ -211,7 +212,10 @@ spec:
 """
     widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"
     recipe = make_recipe({"crd": {"crd.yaml": crd}, "use": {"w.yaml": widget}})
-    result = render(make_sr(), recipe, [make_node("a")])
+    crds = recipe_policy.RecipePolicy(
+        allowed_kinds=frozenset({("apiextensions.k8s.io", "CustomResourceDefinition")})
+    )
+    result = render(make_sr(), recipe, [make_node("a")], policy=crds)
     assert [o.kind for o in result.objects] == ["CustomResourceDefinition", "Widget"]
     assert "namespace" not in result.objects[1].body["metadata"]
 

@@ -111,7 +111,11 @@ def test_every_object_is_labelled_with_its_owner_and_state_and_namespaced_ones_g
             configmap().replace("  name: cm\n", "  name: cm\n  namespace: elsewhere\n"),
             "names namespace 'elsewhere'",
         ),
-        ("apiVersion: v1\nkind: Namespace\nmetadata: {name: n, namespace: x}\n", "is cluster-scoped"),
+        (
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+            "metadata: {name: n, namespace: x}\n",
+            "is cluster-scoped",
+        ),
         (
             "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\n",
             "cannot tell whether kind Gadget",
