@@ -36,23 +36,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import signal
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from sro import errors
 from sro import settings as settings_
 from sro.apply import ssa
-from sro.cache import indexes, projections
+from sro.cache import projections
 from sro.cache import store as store_
 from sro.kube import discovery as discovery_
 from sro.kube import http, lease
 from sro.observe import health
 from sro.observe import metrics as metrics_
 from sro.queue import ratelimit, workqueue
+from sro.runtime import caches as caches_
 from sro.runtime import controller as controller_
 from sro.runtime import handlers
 from sro.watch import reflector as reflector_
@@ -65,27 +65,14 @@ if TYPE_CHECKING:  # one Metrics serves every runtime part's metrics protocol
     _watch_metrics: reflector_.WatchMetrics = metrics_.Metrics()
     _controller_metrics: controller_.ControllerMetrics = metrics_.Metrics()
 
-OWNED_SELECTOR = projections.OWNER_LABEL  # "label exists": unrelated objects cost nothing
-NODE_API = ("v1", "Node")
-POD_API = ("v1", "Pod")
-WATCH_SYNC_DEADLINE = 30.0
-"""Seconds ``ensure_watch`` waits for a new kind's first list: far more than a list of the
-operator's own objects takes, short enough that a worker is never held for long."""
 
+class Role(enum.StrEnum):
+    """Where the process stands (``/readyz`` answers with it)."""
 
-@dataclass(frozen=True, kw_only=True)
-class WatchSpec:
-    api_version: str
-    kind: str
-    namespace: str = ""
-    label_selector: str = ""
-    role: str = "owned"  # primary | owned | nodes | mapped
-    mapper: handlers.Mapper | None = field(default=None, compare=False)
-    """For ``mapped`` watches: which keys a change concerns."""
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.api_version, self.kind, self.namespace)
+    STARTING = "starting"
+    STANDBY = "standby"
+    LEADER = "leader"
+    STOPPING = "stopping"
 
 
 class Manager:
@@ -100,14 +87,12 @@ class Manager:
             ),
             metrics=self.metrics,
         )
-        self.role = "starting"  # starting | standby | leader | stopping
+        self.role = Role.STARTING
         self.identity = ""
-        self._specs: dict[tuple[str, str, str], WatchSpec] = {}
-        self._node_mapper: handlers.NodeMapper | None = None
+        self.caches = caches_.Caches(
+            settings=self.settings.watch, metrics=self.metrics, enqueue=self.queue.add
+        )
         self._reconcile: controller_.Reconcile | None = None
-        self._reflectors: dict[tuple[str, str, str], reflector_.Reflector[Any]] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-        self._group: asyncio.TaskGroup | None = None
         self._stopping = asyncio.Event()
         self._api: http.Api | None = None
         self._discovery: discovery_.Discovery | None = None
@@ -118,16 +103,23 @@ class Manager:
     # -- registration ---------------------------------------------------------
 
     def watch_primary(self, api_version: str, kind: str, *, namespace: str = "") -> None:
-        self._add(WatchSpec(api_version=api_version, kind=kind, namespace=namespace, role="primary"))
+        self.caches.add(
+            caches_.WatchSpec(
+                api_version=api_version, kind=kind, namespace=namespace, role=caches_.Role.PRIMARY
+            )
+        )
 
     def watch_owned(self, api_version: str, kind: str, *, namespace: str = "") -> None:
-        self._add(
-            WatchSpec(api_version=api_version, kind=kind, namespace=namespace, label_selector=OWNED_SELECTOR)
+        self.caches.add(
+            caches_.WatchSpec(
+                api_version=api_version, kind=kind, namespace=namespace, label_selector=caches_.OWNED_SELECTOR
+            )
         )
 
     def watch_nodes(self, mapper: handlers.NodeMapper) -> None:
-        self._node_mapper = mapper
-        self._add(WatchSpec(api_version=NODE_API[0], kind=NODE_API[1], role="nodes"))
+        self.caches.node_mapper = mapper
+        node_api, node_kind = caches_.NODE_API
+        self.caches.add(caches_.WatchSpec(api_version=node_api, kind=node_kind, role=caches_.Role.NODES))
 
     def watch_mapped(
         self,
@@ -139,22 +131,19 @@ class Manager:
         label_selector: str = "",
     ) -> None:
         """Watch any kind; each change enqueues the keys ``mapper`` returns for it."""
-        self._add(
-            WatchSpec(
+        self.caches.add(
+            caches_.WatchSpec(
                 api_version=api_version,
                 kind=kind,
                 namespace=namespace,
                 label_selector=label_selector,
-                role="mapped",
+                role=caches_.Role.MAPPED,
                 mapper=mapper,
             )
         )
 
     def reconcile_with(self, reconcile: controller_.Reconcile) -> None:
         self._reconcile = reconcile
-
-    def _add(self, spec: WatchSpec) -> None:
-        self._specs[spec.key] = spec
 
     # -- what reconciles use --------------------------------------------------
 
@@ -177,42 +166,23 @@ class Manager:
         return self._writer
 
     def store(self, api_version: str, kind: str, *, namespace: str = "") -> store_.Store[Any]:
-        return self._reflectors[(api_version, kind, namespace)].store
+        return self.caches.store(api_version, kind, namespace=namespace)
 
     @property
     def nodes(self) -> store_.Store[Any]:
-        return self.store(*NODE_API)
+        return self.caches.store(*caches_.NODE_API)
 
     @property
     def pods(self) -> store_.Store[Any]:
-        return self.store(*POD_API)
+        return self.caches.store(*caches_.POD_API)
 
     def owned(self, sr_name: str) -> list[projections.ObjectView]:
         """Every cached object labelled ``sro.dev/owner: <sr_name>`` of a generic owned kind."""
-        found: list[projections.ObjectView] = []
-        for key, spec in self._specs.items():
-            if spec.role == "owned" and (spec.api_version, spec.kind) not in (NODE_API, POD_API):
-                found.extend(self._reflectors[key].store.by_index(indexes.BY_OWNER, sr_name))
-        return found
+        return self.caches.owned(sr_name)
 
     def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
-        """Of ``kinds``, those whose cluster-wide cache has not yet shown this process's last
-        write to them (its resourceVersion): what a reconcile must not trust for an
-        irreversible step until the watch catches up. A kind no cache watches is not
-        lagging: nothing reads it from a cache."""
-        out = set()
-        for api_version, kind in kinds:
-            reflector = self._reflectors.get((api_version, kind, ""))
-            written = self.writer.written_version(api_version, kind)
-            if reflector is None or not written:
-                continue
-            try:
-                seen = int(reflector.resource_version or 0)
-            except ValueError:
-                seen = 0
-            if seen < written:
-                out.add((api_version, kind))
-        return frozenset(out)
+        """Of ``kinds``, those whose cache has not yet shown this process's last write."""
+        return self.caches.lagging(kinds, written=self.writer.written_version)
 
     def is_served(self, api_version: str, kind: str) -> bool:
         return self.discovery.facts.is_served(api_version, kind)
@@ -222,45 +192,18 @@ class Manager:
 
     @property
     def has_synced(self) -> bool:
-        return bool(self._reflectors) and all(r.has_synced for r in self._reflectors.values())
+        return self.caches.has_synced
 
     def ready(self) -> tuple[bool, str]:
         if not self.has_synced:
             return False, "caches not synced"
-        if self.role not in ("leader", "standby"):
-            return False, self.role
-        return True, self.role
+        if self.role not in (Role.LEADER, Role.STANDBY):
+            return False, str(self.role)
+        return True, str(self.role)
 
     async def ensure_watch(self, api_version: str, kind: str) -> store_.Store[Any]:
-        """Watch (by owner label) and cache a kind first needed at runtime; return once listed.
-
-        Never waits without a deadline: a first list the server refuses (403: the service
-        account may not list the kind; 404: not served) raises its typed error at once,
-        before any watch is registered, so the caller can report it and a later call tries
-        again; a cache that has not listed within ``WATCH_SYNC_DEADLINE`` raises
-        ``TransportError`` (retried) and keeps listing in the background.
-        """
-        key = (api_version, kind, "")
-        if key not in self._reflectors:
-            resource = await self.discovery.resource(api_version, kind)
-            await self.api.request(
-                "GET",
-                resource.path(),
-                params={"limit": "1", "labelSelector": OWNED_SELECTOR},
-                resource=resource.plural,
-                retry=False,
-            )
-            spec = WatchSpec(api_version=api_version, kind=kind, label_selector=OWNED_SELECTOR)
-            self._add(spec)
-            await self._start(spec)
-        try:
-            async with asyncio.timeout(WATCH_SYNC_DEADLINE):
-                await self._reflectors[key].synced.wait()
-        except TimeoutError:
-            raise errors.TransportError(
-                f"the cache of {kind} ({api_version}) has not listed within {WATCH_SYNC_DEADLINE:.0f} s"
-            ) from None
-        return self._reflectors[key].store
+        """Watch and cache a kind first needed at run time (``caches.Caches.ensure_watch``)."""
+        return await self.caches.ensure_watch(api_version, kind)
 
     async def ensure_watched(self, api_version: str, kind: str) -> None:
         """``ensure_watch`` without the store (the engine's ``Kinds`` protocol)."""
@@ -292,66 +235,16 @@ class Manager:
                 await self.health.start(host=self.settings.server.address, port=self.settings.server.port)
                 try:
                     async with asyncio.TaskGroup() as group:
-                        self._group = group
-                        for spec in list(self._specs.values()):
-                            await self._start_or_skip(spec)
+                        await self.caches.start_all(group, api=api, discovery=self._discovery)
                         code = await self._lifecycle()
-                        for task in self._tasks:
-                            task.cancel()
+                        self.caches.stop_all()
                 finally:
-                    self._group = None
+                    self.caches.stop_all()
                     await self.health.stop()
         finally:
             restore()
         log.info("manager stopped", exit_code=code)
         return code
-
-    async def _start_or_skip(self, spec: WatchSpec) -> None:
-        """Start a registered watch; an owned kind the server does not serve (yet) is skipped:
-        ``ensure_watch`` starts it once it is needed and served."""
-        try:
-            await self._start(spec)
-        except errors.NotFound:
-            if spec.role != "owned":
-                raise
-            log.warning(
-                "owned kind not served: not watched for now", kind=spec.kind, api_version=spec.api_version
-            )
-            del self._specs[spec.key]
-
-    async def _start(self, spec: WatchSpec) -> None:
-        if self._group is None:
-            raise RuntimeError("the manager is not running")
-        resource = await self.discovery.resource(spec.api_version, spec.kind)
-        project = projections.for_kind(spec.api_version, spec.kind)
-        store: store_.Store[Any] = store_.Store(
-            resource=resource.plural, project=project, indexers=indexes.for_kind(spec.api_version, spec.kind)
-        )
-        reflector: reflector_.Reflector[Any] = reflector_.Reflector(
-            api=self.api,
-            resource=resource,
-            store=store,
-            on_change=self._handler(spec),
-            settings=self.settings.watch,
-            metrics=self.metrics,
-            namespace=spec.namespace,
-            label_selector=spec.label_selector,
-        )
-        self._reflectors[spec.key] = reflector
-        self._tasks.append(self._group.create_task(reflector.run(), name=f"sro-reflector-{reflector.name}"))
-
-    def _handler(self, spec: WatchSpec) -> handlers.Handler:
-        if spec.role == "primary":
-            return handlers.primary(self.queue.add)
-        if spec.role == "mapped" and spec.mapper is not None:
-            return handlers.mapped(self.queue.add, spec.mapper)
-        if spec.role == "nodes":
-            mapper = self._node_mapper
-            if mapper is None:
-                raise RuntimeError("watch_nodes needs a mapper")
-            return handlers.nodes(self.queue.add, mapper)
-        namespaced = any(s.role == "primary" and s.namespace for s in self._specs.values())
-        return handlers.owned(self.queue.add, namespaced_owner=namespaced)
 
     async def _until_stopped(self, awaitable: Any) -> bool:
         """Await ``awaitable`` unless a stop comes first; True if it completed, and what it
@@ -372,10 +265,10 @@ class Manager:
         return False
 
     async def _lifecycle(self) -> int:
-        synced = asyncio.gather(*(r.synced.wait() for r in self._reflectors.values()))
+        synced = self.caches.synced()
         if not await self._until_stopped(synced):
             return 0
-        log.info("caches synced", caches=len(self._reflectors))
+        log.info("caches synced", caches=len(self.caches))
         assert self._reconcile is not None
         controller = controller_.Controller(
             queue=self.queue,
@@ -389,10 +282,10 @@ class Manager:
         elector = lease.LeaderElector(api=self.api, settings=self.settings.lease, on_change=self._leading)
         self._elector = elector
         self.identity = elector.identity
-        self.role = "standby"
+        self.role = Role.STANDBY
         log.info("standing by for the lease", identity=self.identity)
         if not await self._until_stopped(elector.acquire()):
-            self.role = "stopping"
+            self.role = Role.STOPPING
             return 0
         return await self._work(controller, elector=elector)
 
@@ -405,7 +298,7 @@ class Manager:
 
     def _leading(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
-        self.role = "leader" if leading else ("stopping" if self._stopping.is_set() else "standby")
+        self.role = Role.LEADER if leading else (Role.STOPPING if self._stopping.is_set() else Role.STANDBY)
 
     async def _work(self, controller: controller_.Controller, *, elector: lease.LeaderElector | None) -> int:
         workers = asyncio.create_task(controller.run(), name="sro-workers")
@@ -421,7 +314,7 @@ class Manager:
             # Drain in-flight reconciles, still watching the lease: one lost meanwhile ends
             # the drain at once (the writer's fence already refuses their writes).
             controller.stop()
-            self.role = "stopping"
+            self.role = Role.STOPPING
             done, _ = await asyncio.wait(
                 {workers, holding},
                 timeout=self.settings.controller.grace_period,
