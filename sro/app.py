@@ -28,7 +28,7 @@ from sro.model import bodies, selection, views
 from sro.model import specialresource as sr_model
 from sro.observe import logs
 from sro.render import sources, values
-from sro.runtime import manager, result
+from sro.runtime import handlers, manager, result
 
 log = structlog.get_logger(__name__)
 
@@ -137,13 +137,13 @@ class _RecipeKeys:
     def __init__(self, m: manager.Manager) -> None:
         self._m = m
 
-    def __call__(self, old: Any, new: Any) -> set[str]:
+    def __call__(self, old: Any, new: Any) -> set[handlers.QueueKey]:
         names = {v.labels.get(sources.RECIPE_LABEL, "") for v in (old, new) if v is not None}
-        keys: set[str] = set()
+        keys: set[handlers.QueueKey] = set()
         for view in self._m.store(*PRIMARY).values():
             spec = view.body.get("spec") or {}
             if (spec.get("recipe") or view.name) in names:
-                keys.add(view.name)
+                keys.add(handlers.QueueKey(view.name))
         return keys
 
 
@@ -167,8 +167,8 @@ class _NodeKeys:
         self._selectors[recipe] = (now, selector)
         return selector
 
-    def __call__(self, old: views.NodeView | None, new: views.NodeView | None) -> set[str]:
-        keys: set[str] = set()
+    def __call__(self, old: views.NodeView | None, new: views.NodeView | None) -> set[handlers.QueueKey]:
+        keys: set[handlers.QueueKey] = set()
         nodes = [n for n in (old, new) if n is not None]
         for view in self._m.store(*PRIMARY).values():
             try:
@@ -177,12 +177,12 @@ class _NodeKeys:
                 continue
             prefix = f"{sr.name}.{sr_model.GROUP}/"
             if any(k.startswith(prefix) for n in nodes for k in n.labels):
-                keys.add(sr.name)  # it has marks to keep right or take off
+                keys.add(handlers.QueueKey(sr.name))  # it has marks to keep right or take off
                 continue
             default = self._recipe_selector(sr.spec.recipe) if sr.spec.node_selector is None else None
             selector = selection.effective_selector(sr, recipe_default=default)
             if selector is not None and any(selection.matches(n, selector) for n in nodes):
-                keys.add(sr.name)
+                keys.add(handlers.QueueKey(sr.name))
         return keys
 
 
@@ -223,7 +223,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
     kinds = _Kinds(m)
     engine: reconciler.Engine | None = None
 
-    async def reconcile(key: str) -> result.Result:
+    async def reconcile(key: handlers.QueueKey) -> result.Result:
         nonlocal engine
         if engine is None:
             engine = reconciler.Engine(
@@ -232,7 +232,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 kinds=kinds,
                 library=library,
                 settings=engine_config,
-                enqueue=m.queue.add,
+                enqueue=lambda name: m.queue.add(handlers.QueueKey(name)),
             )
         with logs.bind_reconcile(key, sr=key):
             seconds = await engine.reconcile(key)

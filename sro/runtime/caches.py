@@ -69,7 +69,7 @@ class Caches:
         *,
         settings: settings_.WatchSettings,
         metrics: reflector_.WatchMetrics,
-        enqueue: Callable[[str], None],
+        enqueue: handlers.Enqueue,
     ) -> None:
         self._settings = settings
         self._metrics = metrics

@@ -22,11 +22,12 @@ import structlog
 from sro import settings as settings_
 from sro.observe import logs
 from sro.queue import workqueue
+from sro.runtime import handlers
 from sro.runtime import result as result_
 
 log = structlog.get_logger(__name__)
 
-Reconcile = Callable[[str], Awaitable[result_.Result]]
+Reconcile = Callable[[handlers.QueueKey], Awaitable[result_.Result]]
 
 
 class ControllerMetrics(Protocol):
@@ -39,7 +40,7 @@ class Controller:
     def __init__(
         self,
         *,
-        queue: workqueue.WorkQueue[str],
+        queue: workqueue.WorkQueue[handlers.QueueKey],
         reconcile: Reconcile,
         settings: settings_.ControllerSettings,
         metrics: ControllerMetrics,
@@ -62,7 +63,7 @@ class Controller:
         while (key := await self.queue.get()) is not None:
             await self.process(key)
 
-    async def process(self, key: str) -> result_.Outcome:
+    async def process(self, key: handlers.QueueKey) -> result_.Outcome:
         """Reconcile one key taken from the queue and act on the outcome."""
         self._metrics.workers_active(1)
         started = time.monotonic()
@@ -80,7 +81,7 @@ class Controller:
             self.queue.done(key)
             self._metrics.workers_active(-1)
 
-    async def _guarded(self, key: str) -> result_.Result | BaseException:
+    async def _guarded(self, key: handlers.QueueKey) -> result_.Result | BaseException:
         try:
             async with asyncio.timeout(self._settings.reconcile_timeout):
                 return await self._reconcile(key)
@@ -91,7 +92,7 @@ class Controller:
             log.warning("reconcile raised", error=f"{type(exc).__name__}: {exc}", exc_info=True)
             return exc
 
-    def _act(self, key: str, outcome: result_.Outcome) -> None:
+    def _act(self, key: handlers.QueueKey, outcome: result_.Outcome) -> None:
         if outcome.action is result_.Action.RETRY:
             self.queue.add_rate_limited(key)
             return

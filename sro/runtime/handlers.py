@@ -16,7 +16,7 @@ Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NewType
 
 from sro.cache import projections
 from sro.cache import store as store_
@@ -24,16 +24,19 @@ from sro.cache import store as store_
 if TYPE_CHECKING:
     from sro.model import views
 
-Enqueue = Callable[[str], None]
+QueueKey = NewType("QueueKey", str)
+"""A work-queue key: the primary object's name ("ns/name" when namespaced). Only the
+functions here and the mappers make one, so a stray string is never reconciled."""
+Enqueue = Callable[[QueueKey], None]
 Handler = Callable[[store_.Change[Any]], None]
-NodeMapper = Callable[["views.NodeView | None", "views.NodeView | None"], set[str]]
-Mapper = Callable[[Any, Any], set[str]]
+NodeMapper = Callable[["views.NodeView | None", "views.NodeView | None"], set[QueueKey]]
+Mapper = Callable[[Any, Any], set[QueueKey]]
 """(old view or None, new view or None) -> the keys the change concerns."""
 
 
-def key_of(view: Any) -> str:
+def key_of(view: Any) -> QueueKey:
     namespace = getattr(view, "namespace", "")
-    return f"{namespace}/{view.name}" if namespace else str(view.name)
+    return QueueKey(f"{namespace}/{view.name}" if namespace else str(view.name))
 
 
 def primary(enqueue: Enqueue) -> Handler:
@@ -47,12 +50,14 @@ def primary(enqueue: Enqueue) -> Handler:
 
 def owned(enqueue: Enqueue, *, namespaced_owner: bool = False) -> Handler:
     def handle(change: store_.Change[Any]) -> None:
-        owners = set()
+        owners: set[QueueKey] = set()
         for view in (change.old, change.new):
             labels = getattr(view, "labels", None) or {}
             owner = labels.get(projections.OWNER_LABEL)
             if owner:
-                owners.add(f"{getattr(view, 'namespace', '')}/{owner}" if namespaced_owner else owner)
+                owners.add(
+                    QueueKey(f"{getattr(view, 'namespace', '')}/{owner}" if namespaced_owner else owner)
+                )
         for owner in sorted(owners):
             enqueue(owner)
 

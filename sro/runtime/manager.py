@@ -81,7 +81,7 @@ class Manager:
     ) -> None:
         self.settings = settings or settings_.Settings()
         self.metrics = metrics or metrics_.Metrics()
-        self.queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(
+        self.queue: workqueue.WorkQueue[handlers.QueueKey] = workqueue.WorkQueue(
             limiter=ratelimit.default(
                 base=self.settings.queue.backoff_base, cap=self.settings.queue.backoff_cap
             ),
