@@ -148,11 +148,12 @@ def _events(
     previous: Mapping[str, Any], status: Mapping[str, Any], planned: planner.Plan
 ) -> tuple[events.Event, ...]:
     """The plan's Events when its status stands; else the transitions to the final status
-    (plus the plan's report of removed objects, which no status comparison can find)."""
+    (plus the plan's report of removed objects and render warnings, which no status
+    comparison can find)."""
     if status is planned.status:
         return planned.events
-    removed = tuple(e for e in planned.events if e.reason == events.OBJECTS_REMOVED)
-    return (*events.transitions(previous, status), *removed)
+    kept = tuple(e for e in planned.events if e.reason in (events.OBJECTS_REMOVED, events.RENDER_WARNINGS))
+    return (*events.transitions(previous, status), *kept)
 
 
 def _with_waiting_nodes(status: Mapping[str, Any], deps: dependencies.DependencyReport) -> Mapping[str, Any]:

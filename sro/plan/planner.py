@@ -175,7 +175,10 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
         delete=delete,
         node_labels=lifecycle.node_changes(wanted, seen, walked),
         status=status,
-        events=events.transitions(previous, status, removed=[d.ref for d in stale if d in delete]),
+        events=(
+            *events.transitions(previous, status, removed=[d.ref for d in stale if d in delete]),
+            *events.render_warnings(previous, status, warnings=wanted.warnings),
+        ),
         logs_needed=walked.logs_needed,
         requeue_after=_seconds(delays),
         retries=retry.records,

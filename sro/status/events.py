@@ -24,6 +24,7 @@ KERNEL_GROUP_ADDED = "KernelGroupAdded"
 KERNEL_GROUP_REMOVED = "KernelGroupRemoved"
 CONFLICT_FOUND = "ConflictFound"
 OBJECTS_REMOVED = "ObjectsRemoved"
+RENDER_WARNINGS = "RenderWarnings"
 
 _LISTED_MAX = 5
 
@@ -105,6 +106,20 @@ def kernel_events(previous: Mapping[str, Any], current: Mapping[str, Any]) -> li
         for kernel, os in sorted(before.keys() - after.keys())
     ]
     return events
+
+
+def render_warnings(
+    previous: Mapping[str, Any], current: Mapping[str, Any], *, warnings: Sequence[str]
+) -> tuple[Event, ...]:
+    """One Warning Event per SpecialResource generation for what the render skipped or
+    ignored (an optional object of an unserved kind, a legacy annotation): the first status
+    of a generation records it, so it is said once, not on every pass."""
+    if not warnings or previous.get("observedGeneration") == current.get("observedGeneration"):
+        return ()
+    shown = "; ".join(warnings[:_LISTED_MAX])
+    more = len(warnings) - _LISTED_MAX
+    text = f"{shown} (and {more} more)" if more > 0 else shown
+    return (Event(type="Warning", reason=RENDER_WARNINGS, message=text),)
 
 
 def transitions(

@@ -42,7 +42,7 @@ def settled() -> World:
     return world
 
 
-def refused(state: str = "state-driver") -> outcomes.Failure:
+def refused_write(state: str = "state-driver") -> outcomes.Failure:
     error = errors.Invalid("spec.template: field not declared", code=422, reason="Invalid")
     return outcomes.Failure(state=state, ref=None, error=error)
 
@@ -106,14 +106,16 @@ def test_a_conflict_overlays_degraded_on_the_walk_once_and_then_stays_quiet() ->
 def test_a_refused_write_outranks_a_missing_dependency_which_outranks_a_conflict() -> None:
     world = settled()
     both = finish.Peers(conflict=CONFLICT, deps=MISSING)
-    assert run(world, failures=(refused(),), peers=both).status["conditions"][2]["reason"] == "ApplyFailed"
+    assert (
+        run(world, failures=(refused_write(),), peers=both).status["conditions"][2]["reason"] == "ApplyFailed"
+    )
     assert run(world, peers=both).status["phase"] == "Degraded"
     assert "DependencyMissing" in run(world, peers=both).status["state"]
     assert "ConflictingNodeSelector" in run(world, peers=finish.Peers(conflict=CONFLICT)).status["state"]
 
 
 def test_a_refused_write_looks_again_after_the_recipe_recheck() -> None:
-    done = run(settled(), failures=(refused(),))
+    done = run(settled(), failures=(refused_write(),))
     assert done.requeue_after == planner.RECIPE_RECHECK
     assert done.transient is None
 
@@ -223,3 +225,34 @@ def test_a_drop_in_directory_recipe_is_looked_at_again_every_recheck() -> None:
     assert p.requeue_after is None
     again = planner.plan(world.desired, replace(world.observe(), recipe_source="directory"), now=T0)
     assert again.requeue_after == planner.RECIPE_RECHECK
+
+
+def test_a_skipped_optional_object_is_one_warning_event_for_the_generation() -> None:
+    world = settled()
+    warned = replace(
+        world.desired, warnings=("demo/s/mon.yaml:1: ServiceMonitor/m: skipped, kind not served",)
+    )
+    first = planner.plan(warned, replace(world.observe(), generation=2), now=T0)
+    assert [e.reason for e in first.events] == [events.RENDER_WARNINGS]
+    done = finish.finish(
+        first,
+        finish.Outcomes(),
+        previous=world.status,
+        peers=finish.Peers(),
+        transient=None,
+        generation=2,
+        now=T0,
+    )
+    assert events.RENDER_WARNINGS in [e.reason for e in done.events]
+    refused = finish.finish(
+        first,
+        finish.Outcomes(failures=(refused_write(),)),
+        previous=world.status,
+        peers=finish.Peers(),
+        transient=None,
+        generation=2,
+        now=T0,
+    )
+    assert events.RENDER_WARNINGS in [e.reason for e in refused.events], "kept when finish changes the status"
+    again = planner.plan(warned, replace(world.observe(), generation=2, previous_status=first.status), now=T0)
+    assert events.RENDER_WARNINGS not in [e.reason for e in again.events]

@@ -106,3 +106,13 @@ def test_an_unchanged_status_produces_no_event_at_all() -> None:
         degraded="ConflictingNodeSelector",
     )
     assert events.transitions(status, status) == ()
+
+
+def test_render_warnings_are_one_warning_event_per_generation() -> None:
+    old, new = {"observedGeneration": 1}, {"observedGeneration": 2}
+    first = events.render_warnings(old, new, warnings=["a skipped"])
+    assert [(e.type, e.reason, e.message) for e in first] == [("Warning", "RenderWarnings", "a skipped")]
+    assert events.render_warnings({"observedGeneration": 2}, {"observedGeneration": 2}, warnings=["a"]) == ()
+    assert events.render_warnings({}, {"observedGeneration": 1}, warnings=[]) == ()
+    many = events.render_warnings({}, {"observedGeneration": 1}, warnings=[str(i) for i in range(7)])
+    assert many[0].message == "0; 1; 2; 3; 4 (and 2 more)"
