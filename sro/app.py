@@ -27,7 +27,7 @@ from sro.engine import recipes, reconciler
 from sro.model import bodies, selection, views
 from sro.model import specialresource as sr_model
 from sro.observe import logs
-from sro.render import sources, values
+from sro.render import policy_file, sources, values
 from sro.runtime import handlers, manager, result
 
 log = structlog.get_logger(__name__)
@@ -75,7 +75,8 @@ def engine_settings(
     proxy = values.ProxySettings(http=op.http_proxy, https=op.https_proxy, no_proxy=op.no_proxy)
     operator = values.OperatorInfo(namespace=op.namespace, image=op.image, version=sro.__version__)
     recipe_dirs = tuple(Path(p) for p in op.recipe_dirs)
-    return reconciler.EngineSettings(operator=operator, proxy=proxy), recipe_dirs
+    policy = policy_file.load(op.recipe_policy)  # a bad policy file stops sro run at once
+    return reconciler.EngineSettings(operator=operator, proxy=proxy, policy=policy), recipe_dirs
 
 
 class _Reader:

@@ -22,9 +22,9 @@ import sro
 from sro import errors
 from sro import settings as settings_
 from sro.hooks import offline, pipeline
-from sro.model import desired, inventory, views
+from sro.model import desired, inventory, recipe_policy, views
 from sro.model import specialresource as srmodel
-from sro.render import kinds, printing, sources, values
+from sro.render import kinds, policy_file, printing, sources, values
 from sro.render import recipe as recipe_
 
 if TYPE_CHECKING:
@@ -49,6 +49,17 @@ def _proxy_flags(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "--no-proxy", "SRO_NO_PROXY", "", "NO_PROXY list injected likewise")
 
 
+def _policy_flag(parser: argparse.ArgumentParser) -> None:
+    _flag(
+        parser,
+        "--recipe-policy",
+        "SRO_RECIPE_POLICY",
+        "",
+        "a YAML file of what recipes may create beyond (or short of) the default policy "
+        "(docs/recipes.md); the same for lint, render and run",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sro", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -59,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument(
         "paths", nargs="+", metavar="PATH", help="a recipe directory, or a YAML file of SpecialResources"
     )
+    _policy_flag(lint)
 
     render = commands.add_parser("render", help="print the objects a SpecialResource would get")
     render.add_argument("--recipe", required=True, type=Path, metavar="DIR", help="the recipe directory")
@@ -78,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(render, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace, for templates")
     _proxy_flags(render)
+    _policy_flag(render)
 
     run = commands.add_parser(
         "run", help="run the operator (KUBECONFIG locally, the service account in a pod)"
@@ -123,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=int)
     _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
     _proxy_flags(run)
+    _policy_flag(run)
     return parser
 
 
@@ -168,6 +182,7 @@ def _lint(args: argparse.Namespace) -> int:
             failures.append(
                 errors.RecipeError("no such file or directory", location=errors.Location(file=raw))
             )
+    policy = policy_file.load(args.recipe_policy)
     linted = {d.name for d in recipe_dirs}
     for directory in recipe_dirs:
         users = [s for s in srs if s.spec.recipe == directory.name]
@@ -178,6 +193,7 @@ def _lint(args: argparse.Namespace) -> int:
             source=recipe_.Source.DIRECTORY,
             origin=str(directory).rstrip("/"),
             srs=users,
+            policy=policy,
         )
         failures.extend(report.errors)
         warnings.extend(report.warnings)
@@ -194,7 +210,12 @@ def _lint(args: argparse.Namespace) -> int:
             )
             continue
         _, report = offline.load_and_check(
-            path.name, recipe_.files_from_directory(path), source=source, origin=str(path), srs=[sr]
+            path.name,
+            recipe_.files_from_directory(path),
+            source=source,
+            origin=str(path),
+            srs=[sr],
+            policy=policy,
         )
         failures.extend(report.errors)
         warnings.extend(report.warnings)
@@ -220,8 +241,9 @@ def _render(args: argparse.Namespace) -> int:
     sr = found[0]
     proxy = values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy)
     operator = values.OperatorInfo(namespace=args.namespace, image="", version=sro.__version__)
+    policy = policy_file.load(args.recipe_policy)
     if args.live:
-        result = _render_live(sr, recipe, operator=operator, proxy=proxy)
+        result = _render_live(sr, recipe, operator=operator, proxy=proxy, policy=policy)
     else:
         nodes = inventory.load(args.nodes.read_text(encoding="utf-8"), file=str(args.nodes))
         env = pipeline.Environment(
@@ -230,6 +252,7 @@ def _render(args: argparse.Namespace) -> int:
             proxy=proxy,
             is_namespaced=kinds.builtin_is_namespaced,
             is_served=kinds.builtin_is_served,
+            policy=policy,
         )
         result = pipeline.render_desired(sr, recipe, nodes, env=env)
     sys.stdout.write(printing.format_desired(result, recipe=recipe))
@@ -244,6 +267,7 @@ def _render_live(
     *,
     operator: values.OperatorInfo,
     proxy: values.ProxySettings,
+    policy: recipe_policy.RecipePolicy,
 ) -> desired.DesiredState:
     """Render for the nodes, version and served kinds of the cluster in KUBECONFIG (read only)."""
     nodes, facts = asyncio.run(_read_cluster())
@@ -253,6 +277,7 @@ def _render_live(
         proxy=proxy,
         is_namespaced=facts.is_namespaced,
         is_served=facts.is_served,
+        policy=policy,
     )
     return pipeline.render_desired(sr, recipe, nodes, env=env)
 
@@ -321,6 +346,7 @@ def run_settings(args: argparse.Namespace) -> settings_.Settings:
             http_proxy=args.http_proxy,
             https_proxy=args.https_proxy,
             no_proxy=args.no_proxy,
+            recipe_policy=args.recipe_policy,
         ),
     )
 

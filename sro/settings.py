@@ -104,6 +104,8 @@ class OperatorSettings:
     """Cluster proxy settings injected into containers of objects annotated ``proxy``."""
     https_proxy: str = ""
     no_proxy: str = ""
+    recipe_policy: str = ""
+    """A file of what recipes may create (``render.policy_file``); empty: the default policy."""
 
 
 @dataclass(frozen=True, kw_only=True)

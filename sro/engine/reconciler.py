@@ -28,7 +28,7 @@ from sro.cache import projections
 from sro.engine import namespace as namespace_
 from sro.engine import node_writes, pod_logs, ports, recipes, status_writes, teardown, writes
 from sro.hooks import pipeline
-from sro.model import desired, views
+from sro.model import desired, recipe_policy, views
 from sro.model import specialresource as sr_model
 from sro.plan import finish, inputs, lifecycle, outcomes, planner
 from sro.plan import observed as observed_
@@ -57,6 +57,7 @@ class _Memory:
 class EngineSettings:
     operator: values.OperatorInfo = field(default_factory=values.OperatorInfo)
     proxy: values.ProxySettings = field(default_factory=values.ProxySettings)
+    policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT
 
 
 class Engine:
@@ -317,6 +318,7 @@ class Engine:
                 is_namespaced=self._kinds.is_namespaced,
                 is_served=self._kinds.is_served,
                 keep_off=keep_off,
+                policy=self._settings.policy,
             )
             return pipeline.render_desired(sr, recipe, nodes, env=env)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from sro.errors import RecipeError
 from sro.hooks import pipeline
-from sro.model import selection, views
+from sro.model import recipe_policy, selection, views
 from sro.model import specialresource as srmodel
 from sro.render import kinds, values, yamlstrict
 from sro.render import problems as problems_
@@ -77,7 +77,11 @@ class Report:
 
 
 def check_recipe(
-    recipe: recipe_.Recipe, *, sr: srmodel.SpecialResource | None = None, cluster_version: str = "1.36"
+    recipe: recipe_.Recipe,
+    *,
+    sr: srmodel.SpecialResource | None = None,
+    cluster_version: str = "1.36",
+    policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT,
 ) -> Report:
     """Render ``recipe`` (for ``sr``, or a default one) on representative nodes; every problem."""
     sr = sr or synthetic_sr(recipe.name)
@@ -90,6 +94,7 @@ def check_recipe(
         ),
         is_namespaced=kinds.builtin_is_namespaced,
         is_served=kinds.builtin_is_served,
+        policy=policy,
     )
     _, found = pipeline.collect_desired(sr, recipe, representative_nodes(selector), env=env)
     return Report(errors=tuple(found.errors), warnings=tuple(found.warnings))
@@ -102,6 +107,7 @@ def load_and_check(
     source: recipe_.Source,
     origin: str,
     srs: Sequence[srmodel.SpecialResource] = (),
+    policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT,
 ) -> tuple[recipe_.Recipe | None, Report]:
     """Validate a recipe's files, then render it for each of ``srs`` (or a default SR)."""
     found = problems_.Problems()
@@ -112,7 +118,7 @@ def load_and_check(
     warnings: list[str] = []
     targets: list[srmodel.SpecialResource | None] = [*srs] or [None]
     for sr in targets:
-        report = check_recipe(recipe, sr=sr)
+        report = check_recipe(recipe, sr=sr, policy=policy)
         errors.extend(e for e in report.errors if str(e) not in {str(x) for x in errors})
         warnings.extend(w for w in report.warnings if w not in warnings)
     return recipe, Report(errors=tuple(errors), warnings=tuple(warnings))
