@@ -76,7 +76,13 @@ def engine_settings(
     operator = values.OperatorInfo(namespace=op.namespace, image=op.image, version=sro.__version__)
     recipe_dirs = tuple(Path(p) for p in op.recipe_dirs)
     policy = policy_file.load(op.recipe_policy)  # a bad policy file stops sro run at once
-    return reconciler.EngineSettings(operator=operator, proxy=proxy, policy=policy), recipe_dirs
+    engine = reconciler.EngineSettings(
+        operator=operator,
+        proxy=proxy,
+        policy=policy,
+        write_concurrency=settings.controller.write_concurrency,
+    )
+    return engine, recipe_dirs
 
 
 class _Reader:

@@ -134,6 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format", choices=["json", "console", "auto"])
     _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=int)
+    _flag(
+        run,
+        "--write-concurrency",
+        "SRO_WRITE_CONCURRENCY",
+        "16",
+        "writes one reconcile keeps in flight when they do not depend on each other",
+        type=int,
+    )
     _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
     _proxy_flags(run)
     _policy_flag(run)
@@ -333,7 +341,9 @@ def run_settings(args: argparse.Namespace) -> settings_.Settings:
         base,
         server=dataclasses.replace(base.server, address=host, port=port),
         log=dataclasses.replace(base.log, format=args.log_format),
-        controller=dataclasses.replace(base.controller, workers=args.workers),
+        controller=dataclasses.replace(
+            base.controller, workers=args.workers, write_concurrency=args.write_concurrency
+        ),
         lease=dataclasses.replace(
             base.lease,
             enabled=args.leader_elect == "true",

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import structlog
 
 from sro import errors
-from sro.engine import ports
+from sro.engine import ports, waves
 from sro.model import views
 from sro.plan import node_patches
 
@@ -25,24 +25,29 @@ async def carry_out(
     *,
     sr_name: str,
     nodes: Iterable[views.NodeView],
+    limit: int = waves.DEFAULT_LIMIT,
 ) -> tuple[tuple[str, errors.SroError], ...]:
-    """Send the planned node changes, one patch per node; (node, error) for each that failed.
+    """Send the planned node changes, one patch per node and up to ``limit`` nodes at once;
+    (node, error) for each that failed, by node name.
 
     A node that went away meanwhile is no failure. A change whose node shows it done
     already sends nothing.
     """
     by_name = {n.name: n for n in nodes}
     failures: list[tuple[str, errors.SroError]] = []
-    for change in changes:
+
+    async def send(change: node_patches.NodeChange) -> None:
         node = by_name.get(change.node)
         patch = node_patches.for_change(node, change, sr_name=sr_name) if node is not None else None
         if patch is None:
-            continue
+            return
         try:
             await writer.patch_node(change.node, patch)
             log.debug("node patched", sr=sr_name, node=change.node, patch=patch)
         except errors.NotFound:
-            continue
+            return
         except errors.SroError as exc:
             failures.append((change.node, exc))
-    return tuple(failures)
+
+    await waves.bounded(changes, send, limit=limit)
+    return tuple(sorted(failures, key=lambda f: f[0]))

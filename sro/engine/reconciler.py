@@ -26,7 +26,7 @@ import structlog
 from sro import errors
 from sro.cache import projections
 from sro.engine import namespace as namespace_
-from sro.engine import node_writes, pod_logs, ports, recipes, status_writes, teardown, writes
+from sro.engine import node_writes, pod_logs, ports, recipes, status_writes, teardown, waves, writes
 from sro.hooks import pipeline
 from sro.model import desired, recipe_policy, views
 from sro.model import specialresource as sr_model
@@ -58,6 +58,7 @@ class EngineSettings:
     operator: values.OperatorInfo = field(default_factory=values.OperatorInfo)
     proxy: values.ProxySettings = field(default_factory=values.ProxySettings)
     policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT
+    write_concurrency: int = waves.DEFAULT_LIMIT
 
 
 class Engine:
@@ -204,13 +205,17 @@ class Engine:
             foreign={v.ref: v for v in foreign},
             opening=planned.opening,
             blocks=planned.blocks,
+            limit=self._settings.write_concurrency,
         )
-        deleted = await writes.delete_objects(self._writer, planned.delete, sr_name=sr.name)
+        deleted = await writes.delete_objects(
+            self._writer, planned.delete, sr_name=sr.name, limit=self._settings.write_concurrency
+        )
         node_failures = await node_writes.carry_out(
             self._writer,
             lifecycle.held_back(planned.node_labels, sr_name=sr.name, blocked=applied.blocked_states),
             sr_name=sr.name,
             nodes=all_nodes,
+            limit=self._settings.write_concurrency,
         )
         fetched = await pod_logs.fetch(self._writer, planned.logs_needed, memory.logs)
         failures.extend((*applied.failures, *deleted.failures))

@@ -27,7 +27,7 @@ import structlog
 from sro import errors
 from sro.apply import diff
 from sro.cache import projections
-from sro.engine import ports
+from sro.engine import ports, waves
 from sro.model import desired
 from sro.model import specialresource as sr_model
 from sro.plan import inputs, lifecycle, outcomes
@@ -74,12 +74,14 @@ async def apply_objects(
     foreign: Mapping[desired.ObjectRef, projections.ObjectView],
     opening: frozenset[str],
     blocks: Mapping[str, frozenset[str]],
+    limit: int = waves.DEFAULT_LIMIT,
 ) -> WriteReport:
     """Apply the plan's objects in its order; dry-run the plan's ``opening`` states first.
 
     A state whose dry-run or write is refused for good is not written, and neither are the
     states the plan says it ``blocks``; each object is sent only when ``apply.diff`` says
-    the apply would change something.
+    the apply would change something. Objects of one kind rank and one state form a wave
+    (``waves``): sent concurrently, up to ``limit`` at once, before the next wave.
 
     sro never adopts: an object labelled as this SpecialResource's without its owner
     reference (``foreign``) is refused, and so is a cluster-scoped one the cache does not
@@ -89,9 +91,10 @@ async def apply_objects(
     bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
     failures: list[outcomes.Failure] = []
     blocked: set[str] = set()
-    for obj, body in bodies:
-        if obj.state not in opening or obj.state in blocked:
-            continue
+    applied = 0
+
+    async def dry_run(item: tuple[desired.DesiredObject, dict[str, Any]]) -> None:
+        obj, body = item
         try:
             await writer.apply(diff.stamped(body), dry_run=True)
         except errors.NotFound as exc:
@@ -103,19 +106,20 @@ async def apply_objects(
                 outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, dry_run=True, source=obj.source)
             )
             blocked.add(obj.state)
-    blocked.update(*(blocks.get(state, ()) for state in list(blocked)))
-    applied = 0
-    for obj, body in bodies:
+
+    async def apply(item: tuple[desired.DesiredObject, dict[str, Any]]) -> None:
+        nonlocal applied
+        obj, body = item
         if obj.state in blocked:
-            continue
+            return
         current = live.get(obj.ref)
         refusal = await _not_ours(writer, obj.ref, sr=sr, current=current, foreign=foreign)
         if refusal is not None:
             failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=refusal, source=obj.source))
             blocked.update((obj.state, *blocks.get(obj.state, ())))
-            continue
+            return
         if not diff.needs_apply(body, current.body if current is not None else None):
-            continue
+            return
         try:
             await writer.apply(diff.stamped(body))
             applied += 1
@@ -123,9 +127,16 @@ async def apply_objects(
             failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
             if outcomes.is_permanent(exc):
                 blocked.update((obj.state, *blocks.get(obj.state, ())))
+
+    opening_bodies = sorted((b for b in bodies if b[0].state in opening), key=lambda b: b[0].state)
+    await waves.in_waves(opening_bodies, wave=lambda b: b[0].state, run=dry_run, limit=limit)
+    blocked.update(*(blocks.get(state, ()) for state in list(blocked)))
+    await waves.in_waves(
+        bodies, wave=lambda b: (lifecycle.kind_rank(b[0].kind), b[0].state), run=apply, limit=limit
+    )
     if applied:
         log.info("objects applied", sr=sr.name, count=applied)
-    return WriteReport(applied=applied, failures=tuple(failures), blocked_states=frozenset(blocked))
+    return WriteReport(applied=applied, failures=_in_order(failures), blocked_states=frozenset(blocked))
 
 
 async def _not_ours(
@@ -158,18 +169,33 @@ async def _not_ours(
 
 
 async def delete_objects(
-    writer: ports.Writer, deletions: Sequence[lifecycle.Deletion], *, sr_name: str
+    writer: ports.Writer,
+    deletions: Sequence[lifecycle.Deletion],
+    *,
+    sr_name: str,
+    limit: int = waves.DEFAULT_LIMIT,
 ) -> WriteReport:
-    """Delete in the plan's order; a failure is reported and the rest go on."""
+    """Delete in the plan's order, one kind rank at a time (concurrently within it); a
+    failure is reported and the rest go on."""
     deleted = 0
     failures: list[outcomes.Failure] = []
-    for deletion in deletions:
+
+    async def delete(deletion: lifecycle.Deletion) -> None:
+        nonlocal deleted
         try:
-            await writer.delete(deletion.ref, uid=deletion.uid)
-            deleted += 1
-            log.info("object deleted", sr=sr_name, ref=str(deletion.ref), reason=deletion.reason)
+            if await writer.delete(deletion.ref, uid=deletion.uid):
+                deleted += 1
+                log.info("object deleted", sr=sr_name, ref=str(deletion.ref), reason=deletion.reason)
         except errors.NotFound:
-            continue
+            return
         except errors.SroError as exc:
             failures.append(outcomes.Failure(state="", ref=deletion.ref, error=exc))
-    return WriteReport(deleted=deleted, failures=tuple(failures))
+
+    await waves.in_waves(deletions, wave=lambda d: lifecycle.kind_rank(d.ref.kind), run=delete, limit=limit)
+    return WriteReport(deleted=deleted, failures=_in_order(failures))
+
+
+def _in_order(failures: Sequence[outcomes.Failure]) -> tuple[outcomes.Failure, ...]:
+    """Failures in a stable order (a wave finishes in any order), so an unchanged world
+    reports them the same way every pass and the status does not flap."""
+    return tuple(sorted(failures, key=lambda f: (f.state, str(f.ref), f.dry_run)))
