@@ -205,8 +205,15 @@ class Writer:
         log.debug("deleted", object=str(ref), propagation=propagation)
         return True
 
-    async def pod_log(self, *, namespace: str, name: str, container: str, limit_bytes: int) -> str:
-        """The last part of a container's log (up to ``limit_bytes``)."""
+    async def pod_log(
+        self, *, namespace: str, name: str, container: str, tail_lines: int, limit_bytes: int
+    ) -> str:
+        """The last ``tail_lines`` lines of a container's log, at most ``limit_bytes`` of them.
+
+        ``limitBytes`` alone counts from the *start* of the log: a driver that prints tens of
+        KiB of build output before its ready line would never show it. The API server starts
+        at the tail and stops after ``limitBytes``, so the cap only bounds memory.
+        """
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/log"
-        params = {"container": container, "limitBytes": str(limit_bytes)}
+        params = {"container": container, "tailLines": str(tail_lines), "limitBytes": str(limit_bytes)}
         return await self._api.text(path, params=params, resource="pods/log")

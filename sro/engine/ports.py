@@ -77,8 +77,10 @@ class Writer(Protocol):
         """Create an Event (not retried)."""
         ...
 
-    async def pod_log(self, *, namespace: str, name: str, container: str, limit_bytes: int) -> str:
-        """The last ``limit_bytes`` of a container's log."""
+    async def pod_log(
+        self, *, namespace: str, name: str, container: str, tail_lines: int, limit_bytes: int
+    ) -> str:
+        """The last ``tail_lines`` lines of a container's log (at most ``limit_bytes``)."""
         ...
 
 

@@ -2,7 +2,9 @@
 
 The value is a Python regular expression, compiled when the recipe is validated so a
 bad one is RecipeInvalid before anything is written, never an error at run time. The
-planner matches it against the last 4 KiB of each container's log.
+engine reads the tail of each container's log (``engine.pod_logs``) and the planner
+matches the pattern line by line, lines cut at 4 KiB; a match is remembered for the
+pod's life, so a ready line followed by more output still counts.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from sro.hooks import base, keys, podspec
 from sro.model import desired
 
 ANNOTATION = "wait-for-logs"
-LOG_TAIL_BYTES = 4096
 
 
 def check(value: str) -> str | None:

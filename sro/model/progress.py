@@ -33,6 +33,7 @@ class LogRequest:
     name: str
     uid: str
     containers: tuple[str, ...]
+    pattern: str = ""  # the wait-for-logs pattern the tails must match
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -100,6 +100,28 @@ def log_containers(pod: views.PodView) -> tuple[str, ...]:
     return tuple(c.name for c in pod.containers if not (c.terminated_reason and c.exit_code == 0))
 
 
+LOG_KEEP_BYTES = 4096
+"""What is kept of a log tail that has not matched yet (the newest part)."""
+LOG_LINE_MAX = 4096
+"""Longest line a pattern is tried on (a longer line is cut): with lines bounded, no
+pattern can take long on one, and a driver's ready line is far shorter."""
+
+
+def condense(text: str, pattern: str) -> str:
+    """What to keep of a fetched log tail: the newest line matching ``pattern`` if any
+    (so a ready line followed by more output still counts on later passes), else the
+    last ``LOG_KEEP_BYTES``. Memory stays bounded however long the log."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return text[-LOG_KEEP_BYTES:]
+    for line in reversed(text.splitlines()):
+        bounded = line[:LOG_LINE_MAX]
+        if compiled.search(bounded):
+            return bounded
+    return text[-LOG_KEEP_BYTES:]
+
+
 def logs_verdict(
     pattern: re.Pattern[str], pods: Sequence[views.PodView], logs: Mapping[str, Mapping[str, str]]
 ) -> Verdict:
@@ -110,7 +132,13 @@ def logs_verdict(
         tails = logs.get(pod.uid) or {}
         if not names or not all(name in tails and pattern.search(tails[name]) for name in names):
             needed.append(
-                progress.LogRequest(namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=names)
+                progress.LogRequest(
+                    namespace=pod.namespace,
+                    name=pod.name,
+                    uid=pod.uid,
+                    containers=names,
+                    pattern=pattern.pattern,
+                )
             )
     if not needed:
         return READY

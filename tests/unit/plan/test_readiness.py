@@ -238,3 +238,27 @@ def test_a_finished_pod_needs_every_container_to_match() -> None:
     assert partial.logs_needed[0].containers == ("prep", "check")
     full = readiness.pod_verdict(p, pod, logs={pod.uid: {"check": "PASS", "prep": "PASS"}})
     assert full.outcome is Outcome.READY
+
+
+def test_a_ready_line_followed_by_more_output_is_kept_and_still_matches() -> None:
+    build = "".join(f"CC drivers/gpu/file{i}.o\n" for i in range(3000))
+    after = "".join(f"heartbeat {i}\n" for i in range(200))
+    text = build + "Done, now waiting for signal\n" + after
+    kept = readiness.condense(text, "driver loaded|Done, now waiting for signal")
+    assert kept == "Done, now waiting for signal"
+    assert len(readiness.condense(build, "never printed")) == readiness.LOG_KEEP_BYTES
+
+
+def test_log_requests_carry_the_pattern_the_engine_condenses_with() -> None:
+    pod = ds_pod(ds("driver", "state-driver"), "n1")
+    verdict = readiness.logs_verdict(re.compile("module ready"), [pod], {})
+    (request,) = verdict.logs_needed
+    assert request.pattern == "module ready" and request.containers == ("main",)
+    kept = {pod.uid: {"main": readiness.condense("a\nmodule ready\nb\n", request.pattern)}}
+    assert readiness.logs_verdict(re.compile("module ready"), [pod], kept).ready
+
+
+def test_a_line_is_cut_before_a_pattern_is_tried_on_it() -> None:
+    huge = "x" * (readiness.LOG_LINE_MAX * 10) + " ready"
+    assert readiness.condense(huge, "ready$") != "ready"
+    assert len(readiness.condense(huge, "ready$")) <= readiness.LOG_KEEP_BYTES

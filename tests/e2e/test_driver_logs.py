@@ -1,0 +1,89 @@
+"""``wait-for-logs`` on a realistic driver log: the ready line far from both ends.
+
+Covers the contract's "sro reads the log's tail, however long the log, and remembers a
+match": a driver that prints 64 KiB of build output, then its ready line, then 4 KiB more
+completes its state; the same driver without the ready line does not, and the state says
+it waits for the pattern.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import specialresources as srs
+from conftest import Made, unique
+from support import waiting
+
+pytestmark = pytest.mark.e2e
+
+RECIPE = "description: a driver with a long build log\nnodeSelector: {}\nstates:\n  - name: state-driver\n"
+READY = "driver module loaded, now waiting for signal"
+
+
+def daemonset(log_text: str) -> str:
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": "driver",
+            "annotations": {"sro.dev/wait-for-logs": "module loaded, now waiting"},
+        },
+        "spec": {
+            "selector": {"matchLabels": {"app": "driver"}},
+            "template": {
+                "metadata": {"labels": {"app": "driver"}, "annotations": {"sim.sro.dev/logs": log_text}},
+                "spec": {"containers": [{"name": "driver", "image": "example.com/driver:1"}]},
+            },
+        },
+    }
+    return json.dumps(body)  # JSON is YAML, and keeps the long value on one line
+
+
+def build_output(size: int, prefix: str) -> list[str]:
+    lines, total, i = [], 0, 0
+    while total < size:
+        line = f"{prefix} CC [M] drivers/accel/part{i:05d}.o -O2 -fno-strict-aliasing"
+        lines.append(line)
+        total += len(line) + 1
+        i += 1
+    return lines
+
+
+UBUNTU = {"count": 1, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}
+
+
+async def test_a_ready_line_between_64_kib_of_build_output_and_4_kib_more_completes_the_state(
+    made: Made, recipe_dir: Callable[..., Path]
+) -> None:
+    group, _ = made.group("log", [UBUNTU])
+    text = "\\n".join([*build_output(64 * 1024, "build"), READY, *build_output(4 * 1024, "after")])
+    recipe = unique("longlog")
+    recipe_dir(recipe, {"recipe.yaml": RECIPE, "state-driver/daemonset.yaml": daemonset(text)})
+    name = made.sr(srs.manifest(unique("longlog"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
+    status = await srs.wait_ready(made.cluster, name, within=120)
+    assert status["nodes"] == {"selected": 1, "complete": 1}
+
+
+async def test_a_driver_that_never_prints_its_ready_line_does_not_complete(
+    made: Made, recipe_dir: Callable[..., Path]
+) -> None:
+    group, _ = made.group("log", [UBUNTU])
+    text = "\\n".join(build_output(64 * 1024, "build"))
+    recipe = unique("nolog")
+    recipe_dir(recipe, {"recipe.yaml": RECIPE, "state-driver/daemonset.yaml": daemonset(text)})
+    name = made.sr(srs.manifest(unique("nolog"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
+
+    def waiting_for_the_pattern() -> dict[str, object] | None:
+        row = next(
+            r for r in srs.status(made.cluster, name).get("states") or [] if r["name"] == "state-driver"
+        )
+        return row if "waiting for logs" in str(row.get("message")) else None
+
+    row = await waiting.wait_for(
+        waiting_for_the_pattern, timeout=90, message="the state waits for the pattern"
+    )
+    assert row["phase"] == "Progressing" and row["nodes"]["complete"] == 0
+    assert srs.status(made.cluster, name)["phase"] != "Ready"
