@@ -156,6 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except errors.SroError as exc:
         print(f"sro {args.command}: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        # Whatever is left is a bug or a machine problem (no API server, a full disk): one
+        # line saying what, never a traceback, and a non-zero exit a supervisor restarts.
+        text = " ".join(str(exc).split())[:300]
+        print(f"sro {args.command}: {type(exc).__name__}: {text}", file=sys.stderr)
+        return 1
 
 
 def _version(args: argparse.Namespace) -> int:

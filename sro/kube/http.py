@@ -25,6 +25,7 @@ from sro import errors
 from sro import settings as settings_
 from sro.kube import config as kconfig
 from sro.kube import errors as kerrors
+from sro.watch import decode
 
 log = structlog.get_logger(__name__)
 
@@ -123,7 +124,10 @@ class Api:
         )
         if not answer:
             return {}
-        parsed = json.loads(answer)
+        try:
+            parsed = decode.loads(answer)
+        except ValueError as exc:  # a proxy's HTML page, a truncated body: no answer at all
+            raise errors.TransportError(f"{method} {path}: the answer is not JSON: {exc}") from None
         return parsed if isinstance(parsed, dict) else {"items": parsed}
 
     async def text(self, path: str, *, params: Mapping[str, str] | None = None, resource: str = "") -> str:
@@ -222,10 +226,35 @@ class Api:
             resp.close()
 
 
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest watch line kept: far above any object the API server stores (etcd refuses
+requests over 1.5 MiB by default). A longer one is skipped whole and counted, never an
+error that would restart (and meet it again) forever."""
+
+
 async def _lines(resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[bytes]:
+    """The stream's lines, split here rather than by aiohttp, whose line limit raises an
+    exception that is not a ``ClientError`` on one long object."""
+    pending = bytearray()
+    skipping = False
     try:
-        async for line in resp.content:
-            yield line
+        async for chunk in resp.content.iter_any():
+            start = 0
+            while (end := chunk.find(b"\n", start)) != -1:
+                if not skipping:
+                    pending += chunk[start:end]
+                    yield bytes(pending)
+                pending.clear()
+                skipping = False
+                start = end + 1
+            if not skipping:
+                pending += chunk[start:]
+                if len(pending) > MAX_LINE_BYTES:
+                    log.error("watch line too long: skipped", path=path, limit=MAX_LINE_BYTES)
+                    pending.clear()
+                    skipping = True
+        if pending and not skipping:
+            yield bytes(pending)
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
     except asyncio.IncompleteReadError as exc:

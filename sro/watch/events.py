@@ -10,10 +10,11 @@ into the typed error, since only ``sro.kube.errors`` builds API errors.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sro.watch import decode
 
 
 class EventType(enum.Enum):
@@ -44,7 +45,7 @@ def parse(line: bytes | str) -> WatchEvent | None:
     if not line.strip():
         return None
     try:
-        raw = json.loads(line)
+        raw = decode.loads(line)
     except ValueError as exc:
         raise MalformedEvent(f"watch line is not JSON: {str(line)[:120]!r}") from exc
     if not isinstance(raw, dict) or not isinstance(raw.get("object"), dict):

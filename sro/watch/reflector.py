@@ -125,6 +125,20 @@ class Reflector(Generic[V]):
                     "watch failed: retrying", reason=reason, error=str(exc), delay=round(delay, 2)
                 )
                 await asyncio.sleep(delay)
+            except Exception as exc:
+                # Nothing an object or a stream can hold may end the process (and, on the
+                # standby, the same object would end that one too): count it, say it with
+                # the watch's name, and list again after a backoff.
+                self._restarted("crashed")
+                delay = self._backoff.next()
+                self._log.error(
+                    "watch crashed: relisting",
+                    error=f"{type(exc).__name__}: {exc}"[:500],
+                    delay=round(delay, 2),
+                    exc_info=True,
+                )
+                relist, list_from = "crashed", ""
+                await asyncio.sleep(delay)
 
     def _restarted(self, reason: str) -> None:
         self._metrics.watch_restarted(resource=self.name, reason=reason)

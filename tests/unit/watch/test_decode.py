@@ -1,0 +1,58 @@
+"""Decoding JSON anyone may have written (``sro.watch.decode``) and watch lines built on it.
+
+Covers: ordinary JSON decodes as ``json.loads`` does; JSON nested past Python's recursion
+limit decodes, with everything deeper than ``MAX_DEPTH`` cut to the marker, instead of
+raising ``RecursionError``; a watch line carrying such an object is an event whose
+metadata survives; text that is not JSON is still a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from sro.watch import decode, events
+
+pytestmark = pytest.mark.unit
+
+
+def nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def test_ordinary_json_decodes_unchanged() -> None:
+    doc = {"metadata": {"name": "x"}, "spec": {"set": {"a": [1, {"b": 2}]}}}
+    assert decode.loads(json.dumps(doc)) == doc
+
+
+def test_json_deeper_than_the_recursion_limit_is_cut_not_raised() -> None:
+    depth = sys.getrecursionlimit() + 100
+    with pytest.raises(RecursionError):
+        json.loads(nested(depth))
+    value = decode.loads(nested(depth))
+    levels, item = 0, value
+    while isinstance(item, dict):
+        item, levels = item["a"], levels + 1
+    assert item == decode.TOO_DEEP and levels == decode.MAX_DEPTH
+
+
+def test_a_watch_line_with_a_deep_object_keeps_its_identity() -> None:
+    obj = '{"metadata":{"name":"deep","resourceVersion":"42"},"spec":{"set":' + nested(3000) + "}}"
+    event = events.parse('{"type":"ADDED","object":' + obj + "}")
+    assert event is not None and event.object["metadata"]["name"] == "deep"
+    assert event.resource_version == "42"
+
+
+def test_text_that_is_not_json_is_still_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        decode.loads("<html>bad gateway</html>")
+    with pytest.raises(events.MalformedEvent):
+        events.parse("<html>")
+
+
+def test_cut_works_in_place_at_any_depth() -> None:
+    value = json.loads(nested(10))
+    decode.cut(value, limit=3)
+    assert value == {"a": {"a": {"a": decode.TOO_DEEP}}}
