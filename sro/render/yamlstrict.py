@@ -3,6 +3,17 @@
 PyYAML keeps the last of two equal keys, so a recipe with ``nodeSelector`` written twice
 would lose one without a word; this loader raises instead. Errors become ``RecipeInvalid``
 pointing at the line in the file (``line_offset`` maps a document back into its file).
+
+Text comes from recipe authors and, through templates, from tenants, so the loader is
+bounded in work and in what it hands on:
+
+* merge keys (``<<``) are refused: flattening them copies every merged mapping, doubling
+  per level (a few dozen lines take all memory), and no Kubernetes object needs them;
+* aliases may share a value, but the value as later code sees it (copies, JSON, hashes
+  expand every alias) may have at most ``MAX_NODES`` nodes and ``MAX_DEPTH`` levels;
+  both are measured once per distinct value (memoised by identity), so a billion-laughs
+  document is refused in time linear in its text;
+* nesting is bounded before any recursive step can overflow, in both parsers.
 """
 
 from __future__ import annotations
@@ -19,7 +30,15 @@ class StrictLoader(yaml.SafeLoader):
     """SafeLoader that treats a duplicate mapping key as an error."""
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    for key_node, _ in node.value:
+        if key_node.tag == MERGE_TAG:
+            raise ConstructorError(
+                None, None, "merge keys (<<) are not supported: write the keys out", key_node.start_mark
+            )
     loader.flatten_mapping(node)
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
@@ -52,20 +71,50 @@ MAX_DEPTH = 100
 (copies, merges) must never hit Python's recursion limit on text a user controls."""
 
 
+MAX_NODES = 100_000
+"""Most nodes (mappings, lists, scalars) a document may expand to, aliases expanded:
+a large DaemonSet has a few hundred; the bound stops alias bombs."""
+
+
 class TooDeep(yaml.YAMLError):
     """The document nests deeper than MAX_DEPTH."""
 
 
+class TooLarge(yaml.YAMLError):
+    """The document, aliases expanded, has more than MAX_NODES nodes."""
+
+
 def _check_depth(value: Any) -> None:
-    stack = [(value, 1)]
+    """Refuse ``value`` if, aliases expanded, it nests deeper than ``MAX_DEPTH`` or has more
+    than ``MAX_NODES`` nodes; each distinct container is measured once (post-order,
+    iterative, memoised by identity), so shared values cost nothing more."""
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        item, expanded = stack.pop()
+        if not isinstance(item, dict | list) or (id(item) in size and not expanded):
+            continue
+        children = [
+            c for c in (item.values() if isinstance(item, dict) else item) if isinstance(c, dict | list)
+        ]
+        if not expanded:
+            if len(stack) > MAX_DEPTH * 4 + len(children) + MAX_NODES:  # a cycle or a runaway
+                raise TooLarge(f"more than {MAX_NODES} nodes")
+            size[id(item)] = -1  # in progress: a cycle through an alias meets it
+            stack.append((item, True))
+            for child in children:
+                if size.get(id(child)) == -1:
+                    raise TooDeep("a value contains itself (a recursive alias)")
+                stack.append((child, False))
+            continue
+        leaves = len(item) - len(children)
+        size[id(item)] = 1 + leaves + sum(size[id(c)] for c in children)
+        height[id(item)] = 1 + max((height[id(c)] for c in children), default=0)
+        if height[id(item)] > MAX_DEPTH:
             raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
+        if size[id(item)] > MAX_NODES:
+            raise TooLarge(f"more than {MAX_NODES} nodes once its aliases are expanded")
 
 
 def _bracket_depth(text: str) -> int:
@@ -89,6 +138,8 @@ def parse(text: str) -> Any:
     if _FastLoader is not None:
         try:
             value = yaml.load(text, Loader=_FastLoader)
+        except RecursionError:
+            raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
         except yaml.YAMLError:
             pass
         else:
