@@ -202,7 +202,11 @@ def _lint(args: argparse.Namespace) -> int:
     linted = {d.name for d in recipe_dirs}
     for directory in recipe_dirs:
         users = [s for s in srs if s.spec.recipe == directory.name]
-        files = recipe_.files_from_directory(directory)
+        try:
+            files = recipe_.files_from_directory(directory, display=str(directory))
+        except errors.RecipeError as exc:
+            failures.append(exc)
+            continue
         _, report = offline.load_and_check(
             directory.name,
             files,

@@ -82,21 +82,72 @@ class Recipe:
         raise KeyError(name)
 
 
-def files_from_directory(path: Path) -> dict[str, str]:
-    """Every file of a recipe directory (one level of state directories), by relative path."""
+MAX_FILE_BYTES = 1024 * 1024
+"""Largest recipe file read: far above any manifest (the API server refuses objects over
+1.5 MiB), small enough that a stray log or binary never fills memory."""
+MAX_FILES = 1000
+"""Most files a recipe directory may hold (states times files)."""
+
+
+def _read(path: Path, *, shown: str) -> str:
+    """A recipe file's text; what cannot be read as such is ``RecipeInvalid`` naming it."""
+    where = errors.Location(file=shown)
+    try:
+        if not path.is_file():
+            raise errors.RecipeInvalid("not a regular file", location=where)
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise errors.RecipeInvalid(f"cannot be read: {exc.strerror or exc}", location=where) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise errors.RecipeInvalid(f"larger than {MAX_FILE_BYTES} bytes", location=where)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise errors.RecipeInvalid(
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", location=errors.Location(file=shown, line=line)
+        ) from None
+
+
+def files_from_directory(path: Path, *, display: str | None = None) -> dict[str, str]:
+    """Every file of a recipe directory (one level of state directories), by relative path.
+
+    A file that cannot be read as text (not UTF-8, unreadable, a device, too large) is
+    ``RecipeInvalid`` naming it; a directory without ``recipe.yaml`` says so.
+    """
+    shown = (display or str(path)).rstrip("/")
     if not path.is_dir():
         raise errors.RecipeNotFound(
             f"recipe directory {path} does not exist", location=errors.Location(file=str(path))
         )
+    if not (path / RECIPE_FILE).is_file():
+        raise errors.RecipeInvalid(
+            f"{RECIPE_FILE} is missing: a recipe directory holds {RECIPE_FILE} and one directory per state",
+            location=errors.Location(file=f"{shown}/{RECIPE_FILE}"),
+        )
     files: dict[str, str] = {}
-    for entry in sorted(path.iterdir()):
-        if entry.is_file():
-            files[entry.name] = entry.read_text(encoding="utf-8")
-        elif entry.is_dir():
-            children = sorted(c for c in entry.iterdir() if c.is_file())
-            files.update({f"{entry.name}/{c.name}": c.read_text(encoding="utf-8") for c in children})
-            if not children:
-                files[f"{entry.name}/"] = ""  # an empty directory, so the state check can name it
+    try:
+        entries = sorted(path.iterdir())
+        for entry in entries:
+            if entry.is_dir():
+                children = sorted(entry.iterdir())
+                if len(files) + len(children) > MAX_FILES:
+                    raise errors.RecipeInvalid(
+                        f"more than {MAX_FILES} files", location=errors.Location(file=shown)
+                    )
+                for child in children:
+                    files[f"{entry.name}/{child.name}"] = _read(
+                        child, shown=f"{shown}/{entry.name}/{child.name}"
+                    )
+                if not children:
+                    files[f"{entry.name}/"] = ""  # an empty directory, so the state check can name it
+            else:
+                files[entry.name] = _read(entry, shown=f"{shown}/{entry.name}")
+    except OSError as exc:
+        raise errors.RecipeInvalid(
+            f"cannot be listed: {exc.strerror or exc}", location=errors.Location(file=shown)
+        ) from None
     return files
 
 
@@ -119,7 +170,9 @@ def files_from_configmap(data: Mapping[str, str], *, origin: str) -> dict[str, s
 
 def load_directory(path: Path, *, source: Source = Source.DIRECTORY, display: str | None = None) -> Recipe:
     """Load and validate the recipe in directory ``path``; raise the first RecipeError."""
-    return load(path.name, files_from_directory(path), source=source, origin=display or str(path))
+    return load(
+        path.name, files_from_directory(path, display=display), source=source, origin=display or str(path)
+    )
 
 
 def load(name: str, files: Mapping[str, str], *, source: Source, origin: str) -> Recipe:
