@@ -9,15 +9,17 @@ session using it ends.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # so ``tests.support`` resolves as well as ``support``
@@ -115,3 +117,41 @@ def node_pool(cluster: cluster_mod.Cluster) -> Iterator[Callable[..., pools.Pool
         names = [n for pool in made for n in pool.nodes]
         if names:
             cluster.delete_nodes(names)
+
+
+# -- fast tests stay fast and clean up after themselves ------------------------------------
+
+FAST_TIMEOUT = {"unit": 5.0, "property": 30.0}
+"""Seconds a unit test (pure logic) or a property test (many generated cases) may take; the
+600 s of pyproject.toml are for tests that drive the real control plane."""
+
+
+def _fast_kind(item: pytest.Item) -> str | None:
+    parts = Path(str(item.path)).relative_to(REPO).parts
+    return parts[1] if len(parts) > 1 and parts[0] == "tests" and parts[1] in FAST_TIMEOUT else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        kind = _fast_kind(item)
+        if kind is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(FAST_TIMEOUT[kind]))
+
+
+@pytest_asyncio.fixture(autouse=True, loop_scope="session")
+async def _no_tasks_left_behind(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """A unit or property test that leaves asyncio tasks running fails: they would go on
+    acting in later tests (the loop is shared) and hide the bug that leaked them."""
+    if _fast_kind(request.node) is None:
+        yield
+        return
+    before = asyncio.all_tasks()
+    yield
+    await asyncio.sleep(0)  # let tasks cancelled at the test's end finish
+    left = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
+    for task in left:
+        task.cancel()
+    if left:
+        pytest.fail(
+            f"the test left {len(left)} asyncio task(s) running: {sorted(t.get_name() for t in left)}"
+        )

@@ -8,7 +8,6 @@ has let each SpecialResource go, so no node label or object leaks into the next 
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,11 +75,15 @@ class Made:
     def cleanup(self) -> None:
         for name in self.srs:
             srs.delete(self.cluster, name)
-        deadline = time.monotonic() + 120
         for name in self.srs:
-            while srs.get(self.cluster, name) is not None and time.monotonic() < deadline:
-                time.sleep(0.5)
-            if srs.get(self.cluster, name) is not None:  # the operator never let it go: force it
+            try:
+                waiting.wait_for_sync(
+                    lambda name=name: srs.get(self.cluster, name) is None,
+                    timeout=120,
+                    interval=0.5,
+                    message=f"SpecialResource {name} deleted",
+                )
+            except AssertionError:  # the operator never let it go: force it
                 patch = json.dumps({"metadata": {"finalizers": None}})
                 self.cluster.kubectl("patch", "sr", name, "--type=merge", "-p", patch, check=False)
         self.cluster.delete_nodes(self.nodes)

@@ -13,10 +13,11 @@ import re
 import signal
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from support import waiting
 
 REPO = Path(__file__).resolve().parents[2]
 # The operator binary: the project's virtualenv, unless SRO_E2E_SRO names another build.
@@ -64,13 +65,16 @@ class Operator:
                 ],
                 stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
             )
-        deadline = time.monotonic() + timeout
-        while not self.ready():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"sro run exited {self.proc.returncode}:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"sro run not ready within {timeout}s:\n{self.log_tail()}")
-            time.sleep(0.2)
+        try:
+            waiting.wait_for_sync(
+                lambda: self.ready() or self.proc.poll() is not None,
+                timeout=timeout,
+                message="sro run ready",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{self.log_tail()}") from None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"sro run exited {self.proc.returncode}:\n{self.log_tail()}")
 
     def ready(self) -> bool:
         try:

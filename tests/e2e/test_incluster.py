@@ -24,7 +24,6 @@ import re
 import shlex
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -125,13 +124,16 @@ class InClusterOperator:
                 env=self.env,
                 cwd="/",
             )
-        deadline = time.monotonic() + timeout
-        while not self._ready():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"sro run exited {self.proc.returncode}:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"sro run not ready within {timeout}s:\n{self.log_tail()}")
-            time.sleep(0.2)
+        try:
+            waiting.wait_for_sync(
+                lambda: self._ready() or self.proc.poll() is not None,
+                timeout=timeout,
+                message="sro run ready",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{self.log_tail()}") from None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"sro run exited {self.proc.returncode}:\n{self.log_tail()}")
 
     def _ready(self) -> bool:
         try:
