@@ -59,15 +59,24 @@ def render_documents(
 def render_one(
     doc: recipe_.Document, doc_values: Mapping[str, Any], *, budget: templates.Budget
 ) -> dict[str, Any] | None:
-    """Render and parse one document; None when it renders to nothing."""
-    text = doc.compiled.render(doc_values, budget=budget)
+    """Render and parse one document; None when it renders to nothing.
+
+    Values take their place in the parsed YAML (``sro.render.placeholders``), so no value
+    can change a document's structure; parsing counts against the render's time.
+    """
+    rendered = doc.compiled.render_tokens(doc_values, budget=budget)
     where = f"document {doc.index}"
     try:
-        body = yamlstrict.parse(text)
+        body = yamlstrict.parse(rendered.text, deadline=budget.deadline, substitution=rendered.table)
+    except yamlstrict.TooSlow:
+        raise errors.TemplateError(
+            f"{where}: rendering took longer than {budget.limits.seconds:g}s (parsing its YAML)",
+            location=doc.location,
+        ) from None
     except yaml.MarkedYAMLError as exc:
         line = yamlstrict.error_line(exc)
-        rendered = text.splitlines()
-        quoted = rendered[line - 1].rstrip() if 0 < line <= len(rendered) else ""
+        lines = rendered.text.splitlines()
+        quoted = rendered.table.expand(lines[line - 1]).rstrip() if 0 < line <= len(lines) else ""
         raise errors.RecipeInvalid(
             f"{where}: rendered YAML is invalid at rendered line {line} ({quoted!r}): "
             f"{yamlstrict.describe(exc).removeprefix('invalid YAML: ')}",

@@ -1,111 +1,36 @@
 """Jinja2 in its sandbox, with undefined values as errors and a budget per recipe render.
 
 The author of a SpecialResource controls ``set`` but may not be the author of the recipe,
-so a template must not be able to run long, produce huge output or reach Python
-internals. The sandbox blocks the internals; the ``Budget`` (time and output bytes) is
-checked on every call, attribute lookup, repetition and output chunk a template
-produces, so even a tight loop stops at the deadline. Templates are compiled once, when
-a recipe is loaded; errors carry the template's line mapped back into its file.
+so a template must not be able to run long, produce huge output, reach Python internals
+or turn a value into YAML structure. The sandbox (``sro.render.sandbox``) blocks the
+internals and sizes every operation that could allocate before it runs; the ``Budget``
+(``sro.render.budget``: time, output, scratch memory, loop turns) is shared by every
+template of one render; and every ``{{ expression }}`` renders to a placeholder that
+takes its value only once the YAML is parsed (``sro.render.placeholders``). Templates
+are compiled once, when a recipe is loaded; errors carry the template's line mapped back
+into its file.
 """
 
 from __future__ import annotations
 
-import contextvars
-import operator
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import jinja2
 import jinja2.exceptions
-import jinja2.sandbox
 
 from sro import errors
+from sro.render import budget as budget_
+from sro.render import placeholders, sandbox
 
-
-@dataclass(frozen=True, kw_only=True)
-class Limits:
-    """Per-recipe render limits (the whole recipe, every kernel group and node)."""
-
-    seconds: float = 5.0
-    """Wall time for rendering a whole recipe; real recipes take milliseconds."""
-    output_bytes: int = 8 * 1024 * 1024
-    """Total rendered text; the API server refuses objects over ~1.5 MiB anyway."""
-
-
-class Budget:
-    """What is left of a render's limits; shared by every template of one render."""
-
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        self.deadline = time.monotonic() + limits.seconds
-        self.bytes_left = limits.output_bytes
-
-    @property
-    def exhausted(self) -> bool:
-        return self.bytes_left < 0 or time.monotonic() > self.deadline
-
-    def check_time(self) -> None:
-        if time.monotonic() > self.deadline:
-            raise _OverBudget(f"rendering took longer than {self.limits.seconds:g}s")
-
-    def spend(self, size: int) -> None:
-        self.bytes_left -= size
-        if self.bytes_left < 0:
-            raise _OverBudget(f"rendered output exceeds {self.limits.output_bytes} bytes")
-        self.check_time()
-
-
-class _OverBudget(Exception):
-    """Raised inside a template when the budget runs out; becomes a TemplateError."""
-
-
-_current: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("sro_render_budget", default=None)
-
-
-def _check() -> None:
-    budget = _current.get()
-    if budget is not None:
-        budget.check_time()
-
-
-class _Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
-    """The immutable sandbox (no template can change the values another one sees), plus
-    budget checks on calls, lookups and repetition operators."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        _check()
-        return super().call(__context, __obj, *args, **kwargs)
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        _check()
-        return super().getattr(obj, attribute)
-
-    def getitem(self, obj: Any, argument: Any) -> Any:
-        _check()
-        return super().getitem(obj, argument)
-
-    def call_binop(self, context: Any, operator_: str, left: Any, right: Any) -> Any:
-        _check()
-        budget = _current.get()
-        limit = budget.bytes_left if budget is not None else 1 << 20
-        if operator_ == "*":
-            for seq, times in ((left, right), (right, left)):
-                sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                if sized and len(seq) * times > limit:
-                    raise _OverBudget("a repetition would exceed the output limit")
-            return operator.mul(left, right)
-        if isinstance(right, int) and abs(right) > 1024:
-            raise _OverBudget("an exponent over 1024 is not allowed")
-        return operator.pow(left, right)
+Limits = budget_.Limits
+Budget = budget_.Budget
 
 
 def environment() -> jinja2.Environment:
     """The environment every recipe template is compiled in."""
-    return _Environment(
+    return sandbox.Environment(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -118,6 +43,18 @@ _ENV = environment()
 
 
 @dataclass(frozen=True, kw_only=True)
+class Rendered:
+    """A rendered document: YAML text with a token for each value, and the values."""
+
+    text: str
+    table: placeholders.Table
+
+    def plain(self) -> str:
+        """The text with every value printed in place, as Jinja alone would render it."""
+        return self.table.expand(self.text)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Compiled:
     """One compiled document template and where its text starts in its file."""
 
@@ -125,14 +62,21 @@ class Compiled:
     location: errors.Location  # the document's first line
 
     def render(self, values: Mapping[str, Any], *, budget: Budget) -> str:
-        """Render under ``budget``; any failure is a TemplateError at the template's line."""
-        token = _current.set(budget)
+        """The text as Jinja alone would render it (values printed in place), under ``budget``."""
+        return self.render_tokens(values, budget=budget).plain()
+
+    def render_tokens(self, values: Mapping[str, Any], *, budget: Budget) -> Rendered:
+        """Render under ``budget`` with a placeholder for each value; any failure is a
+        TemplateError at the template's line."""
+        table = placeholders.Table()
+        token = budget_.activate(budget)
+        tokens = placeholders.activate(table)
         parts: list[str] = []
         try:
             for chunk in self.template.generate(**values):
                 budget.spend(len(chunk))
                 parts.append(chunk)
-        except _OverBudget as exc:
+        except budget_.OverBudget as exc:
             raise errors.TemplateError(
                 str(exc), location=self._at(_template_line(exc, self.template))
             ) from None
@@ -151,12 +95,15 @@ class Compiled:
             raise errors.TemplateError(
                 "recursion too deep (a macro calling itself?)", location=self.location
             ) from None
+        except MemoryError:
+            raise errors.TemplateError("out of memory while rendering", location=self.location) from None
         except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
             line = _template_line(exc, self.template)
             raise errors.TemplateError(f"{type(exc).__name__}: {exc}", location=self._at(line)) from None
         finally:
-            _current.reset(token)
-        return "".join(parts)
+            placeholders.deactivate(tokens)
+            budget_.deactivate(token)
+        return Rendered(text="".join(parts), table=table)
 
     def _at(self, template_line: int) -> errors.Location:
         return errors.Location(file=self.location.file, line=self.location.line + max(template_line, 1) - 1)
@@ -165,7 +112,7 @@ class Compiled:
 def compile_document(text: str, *, location: errors.Location) -> Compiled:
     """Compile one document; a syntax error is a TemplateError at its line in the file."""
     try:
-        template = _ENV.from_string(text)
+        template = _ENV.from_string(sandbox.prepare(_ENV.parse(text)))
     except jinja2.TemplateSyntaxError as exc:
         line = location.line + (exc.lineno or 1) - 1
         raise errors.TemplateError(

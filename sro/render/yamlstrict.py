@@ -5,41 +5,145 @@ would lose one without a word; this loader raises instead. Errors become ``Recip
 pointing at the line in the file (``line_offset`` maps a document back into its file).
 
 Text comes from recipe authors and, through templates, from tenants, so the loader is
-bounded in work and in what it hands on:
+bounded in work and in what it hands on, and every bound fails as a YAML error with
+the line where it was met (``load`` makes it ``RecipeInvalid``):
 
+* the text is at most ``MAX_DOCUMENT_CHARS`` long;
+* nesting is counted while the node tree is composed, from the parser's events, so it
+  stops at ``MAX_DEPTH`` before any recursive step could overflow (in both parsers);
 * merge keys (``<<``) are refused: flattening them copies every merged mapping, doubling
   per level (a few dozen lines take all memory), and no Kubernetes object needs them;
 * aliases may share a value, but the value as later code sees it (copies, JSON, hashes
   expand every alias) may have at most ``MAX_NODES`` nodes and ``MAX_DEPTH`` levels;
   both are measured once per distinct value (memoised by identity), so a billion-laughs
   document is refused in time linear in its text;
-* nesting is bounded before any recursive step can overflow, in both parsers.
+* a value only JSON can carry comes out: timestamps stay the text written, numbers are
+  at most ``MAX_NUMBER_CHARS`` long, ``!!binary``/``!!set``/``!!omap``/``!!pairs`` are
+  refused, and a tag that cannot build its value is an error at its line.
+
+libyaml's parser is used when it is installed (several times faster), feeding the same
+bounded composer and constructor; text it refuses is parsed again by the pure-Python
+parser so messages are the same on every installation.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Protocol, cast
 
 import yaml
-from yaml.constructor import ConstructorError
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.resolver import Resolver
 
 from sro import errors
 
-
-class StrictLoader(yaml.SafeLoader):
-    """SafeLoader that treats a duplicate mapping key as an error."""
-
-
+MAX_DOCUMENT_CHARS = 2 * 1024 * 1024
+"""Longest YAML text parsed, in characters (2 MiB; the API server refuses objects over
+1.5 MiB). Error: ``invalid YAML: longer than 2097152 characters``."""
+MAX_DEPTH = 100
+"""Deepest nesting, counted while composing and again with aliases expanded: nothing in
+Kubernetes nests so far, and later recursive code (copies, merges) must never meet
+Python's recursion limit on text a user controls. Error: ``nested deeper than 100 levels``."""
+MAX_NODES = 100_000
+"""Most nodes (mappings, lists, scalars) a document may have, aliases expanded: a large
+DaemonSet has a few hundred. Errors: ``more than 100000 nodes``, ``more than 100000 nodes
+once its aliases are expanded``."""
+MAX_NUMBER_CHARS = 100
+"""Longest number (int or float, with sexagesimal ``1:20`` forms, whose conversion is
+quadratic). Error: ``a number of more than 100 characters``."""
+TIME_CHECK_EVERY = 512
+"""Nodes composed between two looks at the deadline a caller passed."""
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+class TooDeep(yaml.MarkedYAMLError):
+    """The document nests deeper than MAX_DEPTH."""
+
+
+class TooLarge(yaml.MarkedYAMLError):
+    """The document is longer than MAX_DOCUMENT_CHARS or has more than MAX_NODES nodes."""
+
+
+class TooSlow(yaml.YAMLError):
+    """Parsing went past the caller's deadline."""
+
+
+class Substitution(Protocol):
+    """What replaces placeholders in scalars (``sro.render.placeholders.Table``)."""
+
+    marker: str
+
+    def scalar(self, text: str, *, plain: bool) -> Any: ...
+
+
+class _Bounded(Composer):
+    """The composer with nesting, size and time bounds, and the strict constructors' state."""
+
+    deadline: float | None = None
+    substitution: Substitution | None = None
+    _depth = 0
+    _nodes = 0
+
+    def _mark(self) -> Any:
+        return cast(Any, self).peek_event().start_mark  # the parser's, mixed in beside this class
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self._depth >= MAX_DEPTH:
+            raise TooDeep(None, None, f"nested deeper than {MAX_DEPTH} levels", self._mark())
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise TooLarge(None, None, f"more than {MAX_NODES} nodes", self._mark())
+        if (
+            self.deadline is not None
+            and self._nodes % TIME_CHECK_EVERY == 0
+            and time.monotonic() > self.deadline
+        ):
+            raise TooSlow("parsing took too long")
+        self._depth += 1
+        try:
+            return cast(yaml.Node, super().compose_node(parent, index))
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)  # type: ignore[misc]
+        except (ValueError, TypeError, ArithmeticError, LookupError, AttributeError) as exc:
+            raise ConstructorError(None, None, f"cannot read this value: {exc}", node.start_mark) from None
+
+
+class StrictLoader(_Bounded, yaml.SafeLoader):
+    """SafeLoader with the bounds above, duplicate keys refused and JSON values only."""
+
+
+_CParser: type[Any] | None = getattr(getattr(yaml, "_yaml", None), "CParser", None)
+
+
+class _FastLoaderBase(_Bounded):
+    """libyaml's scanner and parser under the same composer and constructor."""
+
+
+_FastLoader: type[Any] | None = None
+if _CParser is not None:
+
+    def _fast_init(self: Any, stream: str) -> None:
+        cast(Any, _CParser).__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+
+    _FastLoader = type(
+        "_FastStrictLoader", (_FastLoaderBase, _CParser, SafeConstructor, Resolver), {"__init__": _fast_init}
+    )
+
+
+def _construct_mapping(loader: _Bounded, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     for key_node, _ in node.value:
         if key_node.tag == MERGE_TAG:
             raise ConstructorError(
                 None, None, "merge keys (<<) are not supported: write the keys out", key_node.start_mark
             )
-    loader.flatten_mapping(node)
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -53,38 +157,51 @@ def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool 
                 None, None, f"duplicate key {key!r} (first at line {first})", key_node.start_mark
             )
         seen[key] = key_node
-    return loader.construct_mapping(node, deep=deep)
+    return SafeConstructor.construct_mapping(loader, node, deep=deep)  # type: ignore[arg-type]
 
 
-StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-_CBase: type[Any] | None = getattr(yaml, "CSafeLoader", None)
-_FastLoader: type[Any] | None = None
-if _CBase is not None:
-    # libyaml's parser with the same strict constructor: several times faster on valid text.
-    _FastLoader = type("_FastStrictLoader", (_CBase,), {})
-    _FastLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+def _construct_str(loader: _Bounded, node: yaml.ScalarNode) -> Any:
+    text = node.value
+    substitution = loader.substitution
+    if substitution is not None and substitution.marker in text:
+        return substitution.scalar(text, plain=not node.style)  # libyaml says '' for plain
+    return text
 
 
-MAX_DEPTH = 100
-"""Deeper data is refused: nothing in Kubernetes nests so far, and later recursive code
-(copies, merges) must never hit Python's recursion limit on text a user controls."""
+def _number(base: Any) -> Any:
+    def construct(loader: _Bounded, node: yaml.ScalarNode) -> Any:
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise ConstructorError(
+                None, None, f"a number of more than {MAX_NUMBER_CHARS} characters", node.start_mark
+            )
+        return base(loader, node)
+
+    return construct
 
 
-MAX_NODES = 100_000
-"""Most nodes (mappings, lists, scalars) a document may expand to, aliases expanded:
-a large DaemonSet has a few hundred; the bound stops alias bombs."""
+def _timestamp(loader: _Bounded, node: yaml.ScalarNode) -> str:
+    return str(node.value)  # JSON has no timestamps: the text stays as written
 
 
-class TooDeep(yaml.YAMLError):
-    """The document nests deeper than MAX_DEPTH."""
+def _refuse(loader: _Bounded, node: yaml.Node) -> Any:
+    raise ConstructorError(None, None, f"{node.tag} values are not allowed (not JSON)", node.start_mark)
 
 
-class TooLarge(yaml.YAMLError):
-    """The document, aliases expanded, has more than MAX_NODES nodes."""
+_TAG = "tag:yaml.org,2002:"
+_loaders: list[Any] = [StrictLoader, _FastLoader]
+for _loader in _loaders:
+    if _loader is None:
+        continue
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _loader.add_constructor(_TAG + "str", _construct_str)
+    _loader.add_constructor(_TAG + "int", _number(SafeConstructor.construct_yaml_int))
+    _loader.add_constructor(_TAG + "float", _number(SafeConstructor.construct_yaml_float))
+    _loader.add_constructor(_TAG + "timestamp", _timestamp)
+    for _tag in ("binary", "set", "omap", "pairs"):
+        _loader.add_constructor(_TAG + _tag, _refuse)
 
 
-def _check_depth(value: Any) -> None:
+def _check_expanded(value: Any) -> None:
     """Refuse ``value`` if, aliases expanded, it nests deeper than ``MAX_DEPTH`` or has more
     than ``MAX_NODES`` nodes; each distinct container is measured once (post-order,
     iterative, memoised by identity), so shared values cost nothing more."""
@@ -99,59 +216,55 @@ def _check_depth(value: Any) -> None:
             c for c in (item.values() if isinstance(item, dict) else item) if isinstance(c, dict | list)
         ]
         if not expanded:
-            if len(stack) > MAX_DEPTH * 4 + len(children) + MAX_NODES:  # a cycle or a runaway
-                raise TooLarge(f"more than {MAX_NODES} nodes")
             size[id(item)] = -1  # in progress: a cycle through an alias meets it
             stack.append((item, True))
             for child in children:
                 if size.get(id(child)) == -1:
-                    raise TooDeep("a value contains itself (a recursive alias)")
+                    raise yaml.YAMLError("a value contains itself (a recursive alias)")
                 stack.append((child, False))
             continue
         leaves = len(item) - len(children)
         size[id(item)] = 1 + leaves + sum(size[id(c)] for c in children)
         height[id(item)] = 1 + max((height[id(c)] for c in children), default=0)
         if height[id(item)] > MAX_DEPTH:
-            raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
+            raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels once its aliases are expanded")
         if size[id(item)] > MAX_NODES:
-            raise TooLarge(f"more than {MAX_NODES} nodes once its aliases are expanded")
+            raise yaml.YAMLError(f"more than {MAX_NODES} nodes once its aliases are expanded")
 
 
-def _bracket_depth(text: str) -> int:
-    """Deepest nesting of flow brackets, counted roughly (quotes are not parsed)."""
-    depth = deepest = 0
-    for char in text:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth = max(0, depth - 1)
-    return deepest
+def _run(
+    loader_class: type[Any], text: str, *, deadline: float | None, substitution: Substitution | None
+) -> Any:
+    loader = loader_class(text)
+    loader.deadline = deadline
+    loader.substitution = substitution
+    try:
+        return loader.get_single_data()
+    except RecursionError:  # cannot happen with the composer's bound; never let it escape
+        raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        loader.dispose()
 
 
-def parse(text: str) -> Any:
-    """Parse one YAML document strictly; errors are PyYAML's own, whichever parser ran.
+def parse(text: str, *, deadline: float | None = None, substitution: Substitution | None = None) -> Any:
+    """Parse one YAML document strictly; errors are YAML errors, whichever parser ran.
 
-    Valid text goes through libyaml when it is available; invalid text is parsed again by
-    the pure-Python parser so messages are the same on every installation.
+    ``deadline`` (``time.monotonic()``) bounds the time spent (``TooSlow``);
+    ``substitution`` gives scalars holding its marker their values.
     """
+    if len(text) > MAX_DOCUMENT_CHARS:
+        raise yaml.YAMLError(f"longer than {MAX_DOCUMENT_CHARS} characters")
+    value: Any = None
     if _FastLoader is not None:
         try:
-            value = yaml.load(text, Loader=_FastLoader)
-        except RecursionError:
-            raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
+            value = _run(_FastLoader, text, deadline=deadline, substitution=substitution)
+        except (TooDeep, TooLarge, TooSlow):
+            raise
         except yaml.YAMLError:
-            pass
-        else:
-            _check_depth(value)
-            return value
-    if _bracket_depth(text) > MAX_DEPTH:  # the pure parser would recurse for seconds
-        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
-    try:
-        value = yaml.load(text, Loader=StrictLoader)
-    except RecursionError:
-        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
-    _check_depth(value)
+            value = _run(StrictLoader, text, deadline=deadline, substitution=substitution)
+    else:
+        value = _run(StrictLoader, text, deadline=deadline, substitution=substitution)
+    _check_expanded(value)
     return value
 
 

@@ -173,14 +173,34 @@ def cri_line(text: str, *, stream: str = "stdout") -> str:
     return f"{now} {stream} F {text}\n"
 
 
-DEFAULT_LOG_LINES = ("simulated container started", "driver loaded")
+def build_output(size: int, *, prefix: str = "CC [M]") -> list[str]:
+    """About ``size`` bytes of compiler-like output, as real containers print while they
+    build or unpack, so anything reading a log meets it at realistic length."""
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        line = f"  {prefix}  /usr/src/module/src/part{len(lines):05d}.o -O2 -Wall -fno-strict-aliasing"
+        lines.append(line)
+        total += len(line) + 1
+    return lines
+
+
+def default_log_lines() -> list[str]:
+    """What every simulated container prints unless told otherwise: tens of KiB of build
+    output, a line saying it runs, and more after. It matches no recipe's ready line:
+    a recipe waiting for a line its image does not print must wait, here as on a node."""
+    return [
+        *build_output(32 * 1024),
+        "simulated container running",
+        *build_output(2 * 1024, prefix="LD"),
+    ]
 
 
 def write_kwok_config(run: layout.RunDir) -> Path:
     """kwok's --config: the project's Stages plus a ClusterLogs serving a default log to every pod."""
     run.kwok.mkdir(parents=True, exist_ok=True)
     default_log = run.kwok / "default.log"
-    default_log.write_text("".join(cri_line(line) for line in DEFAULT_LOG_LINES))
+    default_log.write_text("".join(cri_line(line) for line in default_log_lines()))
     docs: list[dict[str, Any]] = []
     for path in sorted(layout.KWOK_STAGES.glob("*.yaml")):
         docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)

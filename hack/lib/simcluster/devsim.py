@@ -29,6 +29,29 @@ OUTCOME = f"{SIM}/outcome"
 FAIL = f"{SIM}/fail"
 BROKEN = f"{SIM}/broken"
 LOGS = f"{SIM}/logs"
+IMAGE_LOGS: tuple[tuple[str, str], ...] = (
+    # The NVIDIA driver container builds and loads its modules, then says so and waits.
+    ("nvcr.io/nvidia/driver:*", "Done, now waiting for signal"),
+)
+"""Images whose real containers print a known ready line: the simulator prints it after
+tens of KiB of build output, with more output after it, as the real image does. Every
+other container prints the default log (``controlplane.default_log_lines``)."""
+
+
+def image_log(pod: dict[str, Any]) -> str | None:
+    """The log a known image prints (see ``IMAGE_LOGS``), as ``sim.sro.dev/logs`` text."""
+    spec = pod.get("spec", {})
+    for container in spec.get("containers") or []:
+        image = str(container.get("image", ""))
+        for pattern, ready in IMAGE_LOGS:
+            if fnmatch.fnmatchcase(image, pattern):
+                lines = [
+                    *controlplane.build_output(48 * 1024),
+                    ready,
+                    *controlplane.build_output(4 * 1024, prefix="nvidia-persistenced:"),
+                ]
+                return "\n".join(lines)
+    return None
 MISSING_IMAGES = ("kube-system", "sim-missing-images")
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 RUN_TO_COMPLETION = ("Never", "OnFailure")
@@ -193,8 +216,9 @@ class Simulator:
         image = missing_image(pod, self.patterns)
         if image:
             decided[IMAGE_MISSING] = image
-        if LOGS in annotations:
-            await self.serve_logs(pod, annotations[LOGS])
+        chosen = annotations.get(LOGS) or image_log(pod)
+        if chosen:
+            await self.serve_logs(pod, chosen)
         log.info("pod %s/%s on %s: %s", namespace, name, pod["spec"].get("nodeName"), decided)
         try:
             await self.client.patch(
