@@ -29,6 +29,7 @@ from typing import Any
 
 from sro.plan import conflicts, dependencies, outcomes, planner
 from sro.status import events, summary
+from sro.status.body import StateRow, StatusBody
 
 TRANSIENT_BOUND = 180.0
 """Seconds a transient write failure may persist before it is reported as ApplyFailed."""
@@ -71,7 +72,7 @@ class Finished:
     """The status to write, the Events it records, when to look again, and the run of
     transient failures to remember for the next pass."""
 
-    status: Mapping[str, Any]
+    status: StatusBody
     events: tuple[events.Event, ...]
     requeue_after: float | None
     transient: Transient | None
@@ -110,7 +111,7 @@ def finish(
     run = _transient(transient, failures, now=now)
     status = _with_waiting_nodes(planned.status, peers.deps)
 
-    def fail(reason: str, message: str) -> dict[str, Any]:
+    def fail(reason: str, message: str) -> StatusBody:
         return summary.degraded(
             status, previous, reason=reason, message=message, generation=generation, now=now
         )
@@ -145,7 +146,7 @@ def finish(
 
 
 def _events(
-    previous: Mapping[str, Any], status: Mapping[str, Any], planned: planner.Plan
+    previous: Mapping[str, Any], status: StatusBody, planned: planner.Plan
 ) -> tuple[events.Event, ...]:
     """The plan's Events when its status stands; else the transitions to the final status
     (plus the plan's report of removed objects and render warnings, which no status
@@ -156,7 +157,7 @@ def _events(
     return (*events.transitions(previous, status), *kept)
 
 
-def _with_waiting_nodes(status: Mapping[str, Any], deps: dependencies.DependencyReport) -> Mapping[str, Any]:
+def _with_waiting_nodes(status: StatusBody, deps: dependencies.DependencyReport) -> StatusBody:
     """The status with the first unfinished state's row naming the nodes that wait for a
     dependency, and which one: the row is where an administrator looks for a node."""
     if deps.ok or deps.cycle or not deps.waiting:
@@ -166,33 +167,33 @@ def _with_waiting_nodes(status: Mapping[str, Any], deps: dependencies.Dependency
     more = len(names) - _NODES_SHOWN
     shown = ", ".join(names[:_NODES_SHOWN]) + (f" and {more} more" if more > 0 else "")
     text = f"{shown}: waiting for SpecialResource {blocking}, which is missing or does not select them"
-    rows = [dict(r) for r in status.get("states") or ()]
-    target = next((r for r in rows if r.get("phase") != "Complete"), rows[0] if rows else None)
+    rows = [StateRow(**r) for r in status.get("states") or ()]
+    target = next((r for r in rows if r["phase"] != "Complete"), rows[0] if rows else None)
     if target is None:
         return status
-    old = str(target.get("message") or "")
+    old = target["message"]
     target["message"] = f"{text}; {old}" if old else text
     return {**status, "states": rows}
 
 
-def _with_retry_messages(status: Mapping[str, Any], failures: Sequence[outcomes.Failure]) -> dict[str, Any]:
+def _with_retry_messages(status: StatusBody, failures: Sequence[outcomes.Failure]) -> StatusBody:
     """The status with each failing state's row saying what is being retried."""
     by_state: dict[str, list[outcomes.Failure]] = {}
     for failure in failures:
         by_state.setdefault(failure.state, []).append(failure)
-    rows = []
+    rows: list[StateRow] = []
     unplaced = dict(by_state)
     for row in status.get("states") or ():
-        mine = unplaced.pop(str(row.get("name", "")), None)
+        mine = unplaced.pop(row["name"], None)
         if mine:
             text = f"retrying: {_describe(mine)}"
-            old = str(row.get("message") or "")
+            old = row["message"]
             rows.append({**row, "message": f"{old}; {text}" if old else text})
         else:
             rows.append(row)
     if unplaced and rows:  # node or namespace writes: shown on the first state
         first = rows[0]
         text = f"retrying: {_describe([f for fs in unplaced.values() for f in fs])}"
-        old = str(first.get("message") or "")
+        old = first["message"]
         rows[0] = {**first, "message": f"{old}; {text}" if old else text}
     return {**status, "states": rows}

@@ -60,6 +60,7 @@ from sro.plan import lifecycle, node_patches
 from sro.plan import observed as observed_
 from sro.plan import walk as walk_
 from sro.status import events, summary
+from sro.status.body import StatusBody
 
 # Log tails do not come with watch events: poll while a state waits for them.
 LOG_POLL = timedelta(seconds=10)
@@ -83,7 +84,7 @@ class Plan:
     apply: tuple[desired.DesiredObject, ...]
     delete: tuple[lifecycle.Deletion, ...]
     node_labels: tuple[node_patches.NodeChange, ...]
-    status: Mapping[str, Any]
+    status: StatusBody
     events: tuple[events.Event, ...] = ()
     logs_needed: tuple[progress.LogRequest, ...] = ()
     requeue_after: float | None = None

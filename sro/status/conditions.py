@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sro.status.body import ConditionBody
+
 READY = "Ready"
 PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
@@ -67,12 +69,12 @@ def _status(value: bool) -> str:
 
 def merge(
     previous: Sequence[Mapping[str, Any]], wanted: Sequence[Condition], *, generation: int, now: datetime
-) -> list[dict[str, Any]]:
+) -> list[ConditionBody]:
     """The condition list to write: ``wanted``, with each previous transition time kept
     unless that condition's status flipped (or it is new)."""
     before = {str(c.get("type", "")): c for c in previous}
     order = {name: i for i, name in enumerate(ORDER)}
-    result = []
+    result: list[ConditionBody] = []
     for condition in sorted(wanted, key=lambda c: (order.get(c.type, len(ORDER)), c.type)):
         status = _status(condition.status)
         old = before.get(condition.type)

@@ -14,10 +14,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from sro.model import desired, progress
 from sro.status import conditions
+from sro.status.body import KernelRow, NodeTotals, RecipeSource, StateRow, StatusBody
 
 FAILING_NODES_MAX = 10
 # The CRD's bounds (maxLength): a longer value would make the API server refuse the write.
@@ -25,6 +26,15 @@ STATE_MAX = 1024
 ROW_MESSAGE_MAX = 4096
 REASON_MAX = 1024
 _KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states")
+
+
+class _Rest(TypedDict, total=False):
+    """The optional part of a status, beside phase and conditions."""
+
+    recipe: RecipeSource
+    nodes: NodeTotals
+    kernels: list[KernelRow]
+    states: list[StateRow]
 
 
 def _plural(count: int, word: str) -> str:
@@ -49,9 +59,9 @@ def _body(
     wanted: Sequence[conditions.Condition],
     previous: Mapping[str, Any],
     now: datetime,
-    rest: Mapping[str, Any],
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
+    rest: _Rest,
+) -> StatusBody:
+    body: StatusBody = {
         "observedGeneration": generation,
         "state": clip(f"{phase}: {line}", STATE_MAX),
         "phase": phase,
@@ -60,11 +70,24 @@ def _body(
             previous.get("conditions") or (), wanted, generation=generation, now=now
         ),
     }
-    body.update(rest)
+    if "recipe" in rest:
+        body["recipe"] = rest["recipe"]
+    if "nodes" in rest:
+        body["nodes"] = rest["nodes"]
+    if "kernels" in rest:
+        body["kernels"] = rest["kernels"]
+    if "states" in rest:
+        body["states"] = rest["states"]
     return body
 
 
-def kernel_rows(wanted: desired.DesiredState) -> list[dict[str, Any]]:
+def _kept(base: Mapping[str, Any]) -> _Rest:
+    """The rows of a status that an error or Unmanaged keeps as they are (``base`` may be
+    the stored status, so its fields are taken as written)."""
+    return cast(_Rest, {k: base[k] for k in _KEEP_ON_ERROR if k in base})
+
+
+def kernel_rows(wanted: desired.DesiredState) -> list[KernelRow]:
     """One row per kernel group among the selected nodes, sorted by kernel then OS."""
     selected = set(wanted.nodes)
     counts = Counter(
@@ -73,7 +96,7 @@ def kernel_rows(wanted: desired.DesiredState) -> list[dict[str, Any]]:
     return [{"kernel": k, "os": o, "nodes": n} for (k, o), n in sorted(counts.items())]
 
 
-def _state_row(state: str, walked: progress.Walk) -> dict[str, Any]:
+def _state_row(state: str, walked: progress.Walk) -> StateRow:
     on_nodes = sorted((node, states[state]) for node, states in walked.nodes.items())
     phases = Counter(ns.phase for _, ns in on_nodes)
     failing = [(n, ns) for n, ns in on_nodes if ns.phase is progress.Phase.FAILED]
@@ -113,7 +136,7 @@ def status_from_walk(
     generation: int,
     recipe_source: str,
     now: datetime,
-) -> dict[str, Any]:
+) -> StatusBody:
     """The status of a SpecialResource whose nodes were walked (at least one node)."""
     rows = [_state_row(s.name, walked) for s in wanted.states]  # recipe order, as the CRD says
     selected = len(walked.nodes)
@@ -174,7 +197,7 @@ def status_no_nodes(
     generation: int,
     recipe_source: str,
     now: datetime,
-) -> dict[str, Any]:
+) -> StatusBody:
     """No node matches the selector: nothing to do, and Ready says why."""
     message = "no node matches the node selector"
     return _body(
@@ -227,7 +250,7 @@ def status_for_error(
     generation: int,
     now: datetime,
     current: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> StatusBody:
     """Degraded with ``reason`` (one of ``conditions.ERROR_REASONS``); Ready False with it.
 
     ``current`` is this pass's status from the walk when the problem does not stop the
@@ -255,7 +278,7 @@ def status_for_error(
         ),
         previous=previous,
         now=now,
-        rest={k: base[k] for k in _KEEP_ON_ERROR if k in base},
+        rest=_kept(base),
     )
 
 
@@ -267,7 +290,7 @@ def degraded(
     message: str,
     generation: int,
     now: datetime,
-) -> dict[str, Any]:
+) -> StatusBody:
     """Degraded with ``reason``, nothing moving: rows from ``base`` (this pass's status, or
     the stored one when nothing was computed), condition times from ``previous``."""
     mixed = {**base, "conditions": list(previous.get("conditions") or ())}
@@ -281,18 +304,18 @@ def status_for_management(
     generation: int,
     now: datetime,
     remaining: int = 0,
-) -> dict[str, Any]:
+) -> StatusBody:
     """``managementState`` Unmanaged (rows kept, nothing changes) or Removed (``remaining``
     objects and nodes still to clean up; rows dropped)."""
     if state == "Unmanaged":
         line = "sro changes nothing for this SpecialResource"
-        rest = {k: previous[k] for k in _KEEP_ON_ERROR if k in previous}
+        rest = _kept(previous)
         ready = str(previous.get("ready", "0/0"))
     else:
         line = f"removing {_plural(remaining, 'item')}" if remaining else "everything sro made is deleted"
         rest = {"nodes": {"selected": 0, "complete": 0}, "kernels": [], "states": []}
         if "recipe" in previous:
-            rest = {"recipe": previous["recipe"], **rest}
+            rest["recipe"] = previous["recipe"]
         ready = "0/0"
     return _body(
         generation=generation,
