@@ -9,13 +9,13 @@ kernel group and per node, with the operator's placement injected. Planning
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from sro.errors import Location
+from sro.model.logpattern import LogPattern
 
 
 @dataclass(frozen=True, kw_only=True, order=True)
@@ -97,7 +97,7 @@ class DesiredObject:
     kernel_group: KernelGroup | None = None
     node: str | None = None
     wait: bool = True
-    wait_for_logs: re.Pattern[str] | None = None
+    wait_for_logs: LogPattern | None = None
     optional: bool = False
 
     @cached_property

@@ -22,11 +22,10 @@ Where it is silent, the contract is read this way (and tested so):
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sro.model import desired, progress, views
+from sro.model import desired, logpattern, progress, views
 from sro.plan import observed as observed_
 
 # Waiting reasons that will not clear by themselves soon; named in the node's reason.
@@ -102,9 +101,10 @@ def log_containers(pod: views.PodView) -> tuple[str, ...]:
 
 LOG_KEEP_BYTES = 4096
 """What is kept of a log tail that has not matched yet (the newest part)."""
-LOG_LINE_MAX = 4096
-"""Longest line a pattern is tried on (a longer line is cut): with lines bounded, no
-pattern can take long on one, and a driver's ready line is far shorter."""
+LOG_LINE_MAX = logpattern.LINE_MAX
+"""Longest line a pattern is tried on (a longer line is cut): RE2 matches in time linear
+in the line, so with lines bounded no pattern can take long, and a driver's ready line
+is far shorter."""
 
 
 def condense(text: str, pattern: str) -> str:
@@ -112,25 +112,22 @@ def condense(text: str, pattern: str) -> str:
     (so a ready line followed by more output still counts on later passes), else the
     last ``LOG_KEEP_BYTES``. Memory stays bounded however long the log."""
     try:
-        compiled = re.compile(pattern)
-    except re.error:
+        compiled = logpattern.compile_pattern(pattern)
+    except logpattern.PatternInvalid:
         return text[-LOG_KEEP_BYTES:]
-    for line in reversed(text.splitlines()):
-        bounded = line[:LOG_LINE_MAX]
-        if compiled.search(bounded):
-            return bounded
-    return text[-LOG_KEEP_BYTES:]
+    found = compiled.matching_line(text)
+    return found if found is not None else text[-LOG_KEEP_BYTES:]
 
 
 def logs_verdict(
-    pattern: re.Pattern[str], pods: Sequence[views.PodView], logs: Mapping[str, Mapping[str, str]]
+    pattern: logpattern.LogPattern, pods: Sequence[views.PodView], logs: Mapping[str, Mapping[str, str]]
 ) -> Verdict:
     """Ready when each pod's tails of ``log_containers`` all match; otherwise ask again."""
     needed: list[progress.LogRequest] = []
     for pod in pods:
         names = log_containers(pod)
         tails = logs.get(pod.uid) or {}
-        if not names or not all(name in tails and pattern.search(tails[name]) for name in names):
+        if not names or not all(name in tails and pattern.matches(tails[name]) for name in names):
             needed.append(
                 progress.LogRequest(
                     namespace=pod.namespace,

@@ -7,14 +7,13 @@ Only pure planner tests use these; nothing here talks to an API server.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sro.errors import Location
-from sro.model import desired, views
+from sro.model import desired, logpattern, views
 from sro.plan import lifecycle, observed, planner
 
 SR = "gpu"
@@ -53,7 +52,7 @@ def obj(
         kernel_group=group,
         node=node,
         wait=wait,
-        wait_for_logs=re.compile(logs) if logs else None,
+        wait_for_logs=logpattern.compile_pattern(logs) if logs else None,
     )
 
 

@@ -7,11 +7,10 @@ wait-for-logs. How verdicts combine per node is ``test_walk``'s subject.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from builders import bare_pod, container, ds, ds_pod, failed_pod, live, obj
 
+from sro.model import logpattern
 from sro.plan import observed, readiness
 
 pytestmark = pytest.mark.unit
@@ -192,7 +191,7 @@ def test_live_projection_reads_replicas_and_conditions_from_a_body() -> None:
 
 
 def test_wait_for_logs_needs_every_fetched_container_tail_to_match() -> None:
-    pattern = re.compile(r"driver loaded")
+    pattern = logpattern.compile_pattern(r"driver loaded")
     d = ds("driver", "state-driver", logs=r"driver loaded")
     pod = ds_pod(d, "n1", containers=(container("main", ready=True), container("sidecar", ready=True)))
     missing = readiness.daemonset_on_node(d, live(d), [pod], logs={})
@@ -251,11 +250,11 @@ def test_a_ready_line_followed_by_more_output_is_kept_and_still_matches() -> Non
 
 def test_log_requests_carry_the_pattern_the_engine_condenses_with() -> None:
     pod = ds_pod(ds("driver", "state-driver"), "n1")
-    verdict = readiness.logs_verdict(re.compile("module ready"), [pod], {})
+    verdict = readiness.logs_verdict(logpattern.compile_pattern("module ready"), [pod], {})
     (request,) = verdict.logs_needed
     assert request.pattern == "module ready" and request.containers == ("main",)
     kept = {pod.uid: {"main": readiness.condense("a\nmodule ready\nb\n", request.pattern)}}
-    assert readiness.logs_verdict(re.compile("module ready"), [pod], kept).ready
+    assert readiness.logs_verdict(logpattern.compile_pattern("module ready"), [pod], kept).ready
 
 
 def test_a_line_is_cut_before_a_pattern_is_tried_on_it() -> None:
