@@ -102,4 +102,27 @@ def test_a_pods_chosen_log_lines_are_served_through_the_api_server(
     chatty = wait_for_sync(lambda: logs("chatty"), timeout=60, message="logs of the chatty pod")
     assert chatty.splitlines() == ["building module nvidia", "module nvidia loaded"]
     quiet = wait_for_sync(lambda: logs("quiet"), timeout=60, message="logs of the quiet pod")
-    assert "driver loaded" in quiet.splitlines()
+    # The default log is as long as a real container's start-up output and matches no
+    # recipe's ready line: a recipe that waits for a line its image never prints waits.
+    lines = quiet.splitlines()
+    assert len(quiet) > 32 * 1024
+    assert "simulated container running" in lines
+    assert not any("driver loaded" in line or "waiting for signal" in line for line in lines)
+
+
+def test_the_nvidia_driver_image_prints_its_ready_line_after_long_build_output(
+    cluster: Cluster, namespace: str, node_pool: Any
+) -> None:
+    pool = node_pool(count=1)
+    cluster.apply(
+        pod("nvdriver", image="nvcr.io/nvidia/driver:550.54.15-5.15.0", selector=pool.selector),
+        namespace=namespace,
+    )
+
+    def logs() -> str | None:
+        proc = cluster.kubectl("logs", "nvdriver", "-n", namespace, check=False)
+        return proc.stdout if proc.returncode == 0 and "waiting for signal" in proc.stdout else None
+
+    text = wait_for_sync(logs, timeout=60, message="the driver pod's ready line")
+    before, ready, after = text.partition("Done, now waiting for signal")
+    assert ready and len(before) >= 48 * 1024 and len(after) >= 4 * 1024
