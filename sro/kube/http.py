@@ -21,6 +21,7 @@ import structlog
 import tenacity
 from kubernetes_asyncio.client import ApiClient
 
+import sro
 from sro import errors
 from sro import settings as settings_
 from sro.kube import config as kconfig
@@ -28,6 +29,10 @@ from sro.kube import errors as kerrors
 from sro.watch import decode
 
 log = structlog.get_logger(__name__)
+
+# Who sro says it is on every request: the audit log (and an administrator reading it)
+# tells sro's writes from anyone else's by it, whatever credentials sro runs with.
+USER_AGENT = f"sro/{sro.__version__}"
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -82,7 +87,7 @@ class Api:
         await self.close()
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON}
+        headers = {"Accept": JSON, "User-Agent": USER_AGENT}
         if content_type:
             headers["Content-Type"] = content_type
         token = await kconfig.bearer_token(self._cfg)

@@ -36,6 +36,11 @@ class Cluster:
         self.dir = Path(dir).resolve() if dir else default_dir()
         self.kubeconfig = self.dir / "kubeconfig"
 
+    @property
+    def audit_log(self) -> Path:
+        """kube-apiserver's audit log of every write (read it with ``simcluster.audit.read``)."""
+        return self.dir / "logs" / "audit.log"
+
     def __repr__(self) -> str:
         return f"Cluster({str(self.dir)!r})"
 

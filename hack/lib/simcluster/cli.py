@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from simcluster import controlplane, daemons, devsim, inventory, kube, layout, nodes, provision
+from simcluster import audit, controlplane, daemons, devsim, inventory, kube, layout, nodes, provision
 
 DEFAULT_INVENTORY = layout.HACK / "inventory" / "default.yaml"
 
@@ -259,6 +259,19 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    run = _run_dir()
+    if not args.summary:
+        print(run.audit_log)
+        return 0
+    counts = audit.count_by(
+        audit.read(run.audit_log), key=lambda w: (w.user, w.verb, w.resource, w.subresource)
+    )
+    for (user, verb, resource, sub), n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        print(f"{n:8d} {user} {verb} {resource}{'/' + sub if sub else ''}")
+    return 0
+
+
 def cmd_missing_image(args: argparse.Namespace) -> int:
     run = _run_dir()
     state = _require_running(run)
@@ -346,6 +359,15 @@ def parser() -> argparse.ArgumentParser:
     lg.add_argument("component", choices=controlplane.COMPONENTS)
     lg.add_argument("--tail", type=int, default=0)
     lg.set_defaults(func=cmd_logs)
+
+    a = sub.add_parser(
+        "audit",
+        help="print the path of kube-apiserver's audit log: every create, update, patch, delete and "
+        "deletecollection at Metadata level, one JSON event per line, never rotated (reads and node "
+        "Lease heartbeats are not logged)",
+    )
+    a.add_argument("--summary", action="store_true", help="count the writes by user, verb and resource")
+    a.set_defaults(func=cmd_audit)
 
     m = sub.add_parser("missing-image", help="images the simulated registry does not have (glob patterns)")
     m.add_argument("action", choices=("add", "remove", "list", "clear"))

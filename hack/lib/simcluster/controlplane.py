@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from simcluster import daemons, layout, pki
+from simcluster import audit, daemons, layout, pki
 
 COMPONENTS = ("etcd", "apiserver", "controller-manager", "scheduler", "kwok", "devsim")
 PORTS = ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok")
@@ -122,6 +122,7 @@ def commands(run: layout.RunDir, state: State) -> dict[str, list[str]]:
             "--enable-admission-plugins=ExtendedResourceToleration,NodeRestriction",
             "--kubelet-preferred-address-types=InternalIP",
             "--profiling=false",
+            *audit.apiserver_flags(policy=run.audit_policy, log=run.audit_log),
         ],
         "controller-manager": [
             str(layout.binary("kube-controller-manager")),
@@ -291,6 +292,10 @@ def start_component(run: layout.RunDir, state: State, name: str) -> daemons.Reco
     env = dict(os.environ)
     env["SRO_CLUSTER_DIR"] = str(run.root)
     env["PYTHONPATH"] = str(layout.HACK / "lib")
+    if name == "apiserver":
+        # Written at every start, so a run directory from before the audit log existed
+        # gets one on its next restart instead of an apiserver that cannot start.
+        audit.write_policy(run.audit_policy)
     if name == "kwok":
         # kwok always reads ~/.kwok/kwok.yaml first; a developer's own must not leak in.
         env["HOME"] = str(run.kwok)

@@ -76,6 +76,15 @@ class RunDir:
         return self.root / "kubeconfig"
 
     @property
+    def audit_log(self) -> Path:
+        """kube-apiserver's audit log of writes (simcluster.audit reads it)."""
+        return self.logs / "audit.log"
+
+    @property
+    def audit_policy(self) -> Path:
+        return self.root / "audit-policy.yaml"
+
+    @property
     def etcd_data(self) -> Path:
         return self.root / "etcd"
 
