@@ -2,7 +2,10 @@
 
 Exactly four keys are allowed, so a misspelt ``nodeSelector`` is an error rather than a
 recipe that silently selects every node. State names become node label names next to
-the SpecialResource's name, hence the DNS-label rule and the 40-character bound;
+the SpecialResource's name, hence the DNS-label rule and the 40-character bound; each
+state is one row of the SpecialResource's status, and the CRD allows at most
+``crd_limits.STATES_MAX`` rows, so a longer list could never be reported (every status
+write would be refused) and is an error here;
 ``complete`` is reserved for the label set once every state is complete. ``after``
 defaults to the previous state and must form a graph without cycles. Every problem is
 reported at the line of the key or state entry it concerns.
@@ -17,13 +20,14 @@ from typing import Any
 import yaml
 
 from sro import errors
-from sro.model import names
+from sro.model import crd_limits, names
 from sro.render import problems as problems_
 from sro.render import yamlstrict
 
 RECIPE_KEYS = frozenset({"description", "nodeSelector", "defaults", "states"})
 STATE_KEYS = frozenset({"name", "after"})
 STATE_NAME_MAX = 40  # goes into node label names next to the SpecialResource name
+STATES_MAX = crd_limits.STATES_MAX  # rows of status.states
 RESERVED_STATES = frozenset({"complete"})  # the label set once every state is complete
 
 
@@ -126,6 +130,15 @@ def _states(
 ) -> tuple[StateEntry, ...]:
     if not isinstance(value, list) or not value:
         problems.add(errors.RecipeInvalid("states must be a non-empty list", location=location))
+        return ()
+    if len(value) > STATES_MAX:
+        problems.add(
+            errors.RecipeInvalid(
+                f"{len(value)} states, more than the {STATES_MAX} a SpecialResource's status can show "
+                f"(status.states maxItems in the CRD)",
+                location=location,
+            )
+        )
         return ()
     lines = _state_lines(text)
     entries: list[StateEntry] = []

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sro.model import crd_limits
 from sro.status.body import ConditionBody
 
 READY = "Ready"
 PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 ORDER = (READY, PROGRESSING, DEGRADED)
-MESSAGE_MAX = 32768  # the CRD's bound on a condition message
+MESSAGE_MAX = crd_limits.CONDITION_MESSAGE_MAX  # the CRD's bound on a condition message
 
 # Reasons (CamelCase, contract section 1).
 ALL_STATES_COMPLETE = "AllStatesComplete"

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict, cast
 
-from sro.model import desired, progress
+from sro.model import crd_limits, desired, progress
 from sro.status import conditions
 from sro.status.body import KernelRow, NodeTotals, RecipeSource, StateRow, StatusBody
 
-FAILING_NODES_MAX = 10
-# The CRD's bounds (maxLength): a longer value would make the API server refuse the write.
-STATE_MAX = 1024
-ROW_MESSAGE_MAX = 4096
-REASON_MAX = 1024
+# The CRD's bounds (maxItems, maxLength): a longer value would make the API server refuse the write.
+FAILING_NODES_MAX = crd_limits.FAILING_NODES_MAX
+STATE_MAX = crd_limits.STATE_LINE_MAX
+ROW_MESSAGE_MAX = crd_limits.ROW_MESSAGE_MAX
+REASON_MAX = crd_limits.FAILING_REASON_MAX
 _KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states")
 
 
@@ -88,12 +88,17 @@ def _kept(base: Mapping[str, Any]) -> _Rest:
 
 
 def kernel_rows(wanted: desired.DesiredState) -> list[KernelRow]:
-    """One row per kernel group among the selected nodes, sorted by kernel then OS."""
+    """One row per kernel group among the selected nodes, sorted by kernel then OS (at most
+    the CRD's bound on rows and on their lengths)."""
     selected = set(wanted.nodes)
     counts = Counter(
         (group.kernel, group.os.tag) for node, group in wanted.kernel_groups.items() if node in selected
     )
-    return [{"kernel": k, "os": o, "nodes": n} for (k, o), n in sorted(counts.items())]
+    rows = sorted(counts.items())[: crd_limits.KERNELS_MAX]
+    return [
+        {"kernel": clip(k, crd_limits.KERNEL_MAX), "os": clip(o, crd_limits.OS_MAX), "nodes": n}
+        for (k, o), n in rows
+    ]
 
 
 def _state_row(state: str, walked: progress.Walk) -> StateRow:

@@ -1,0 +1,54 @@
+"""The SpecialResource CRD's bounds on what sro writes, in one place.
+
+The API server refuses (422) a status that breaks a ``maxItems`` or ``maxLength`` of
+``manifests/crd/sro.dev_specialresources.yaml``, and a refused status write leaves the
+SpecialResource saying nothing at all. So the recipe loader refuses a recipe that could
+never be reported (more states than status rows), and the status builders cut every
+list and string to these bounds. A unit test reads the CRD and checks each value here
+against it, so the two cannot drift; ``PATHS`` says where each one lives in the schema.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+STATES_MAX = 64
+"""Rows of ``status.states``: one per recipe state, so a recipe has at most this many."""
+STATE_NAME_MAX = 63
+"""``status.states[].name``; the loader's own bound on state names is tighter (node labels)."""
+FAILING_NODES_MAX = 10
+"""``status.states[].failingNodes``: the first failing nodes by name."""
+FAILING_REASON_MAX = 1024
+"""``status.states[].failingNodes[].reason``."""
+ROW_MESSAGE_MAX = 4096
+"""``status.states[].message``."""
+STATE_LINE_MAX = 1024
+"""``status.state``, the one human line."""
+KERNELS_MAX = 1024
+"""Rows of ``status.kernels``: one per kernel group among the selected nodes."""
+KERNEL_MAX = 256
+"""``status.kernels[].kernel``."""
+OS_MAX = 64
+"""``status.kernels[].os``."""
+CONDITION_MESSAGE_MAX = 32768
+"""``status.conditions[].message``."""
+RECIPE_NAME_MAX = 63
+"""``status.recipe.name`` (and ``spec.recipe``): a DNS label."""
+
+PATHS = MappingProxyType(
+    {
+        "status.states.maxItems": STATES_MAX,
+        "status.states.items.name.maxLength": STATE_NAME_MAX,
+        "status.states.items.failingNodes.maxItems": FAILING_NODES_MAX,
+        "status.states.items.failingNodes.items.reason.maxLength": FAILING_REASON_MAX,
+        "status.states.items.message.maxLength": ROW_MESSAGE_MAX,
+        "status.state.maxLength": STATE_LINE_MAX,
+        "status.kernels.maxItems": KERNELS_MAX,
+        "status.kernels.items.kernel.maxLength": KERNEL_MAX,
+        "status.kernels.items.os.maxLength": OS_MAX,
+        "status.conditions.items.message.maxLength": CONDITION_MESSAGE_MAX,
+        "status.recipe.name.maxLength": RECIPE_NAME_MAX,
+        "spec.recipe.maxLength": RECIPE_NAME_MAX,
+    }
+)
+"""Each bound by its place in the CRD's openAPIV3Schema (``items`` for an array's items)."""
