@@ -15,6 +15,7 @@ import socket
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from support import waiting
@@ -36,8 +37,11 @@ def free_port() -> int:
 class Operator:
     """``sro run`` in the background: start, stop by pid, restart, read metrics and logs."""
 
-    def __init__(self, *, kubeconfig: Path, recipes_dir: Path, log_dir: Path) -> None:
+    def __init__(
+        self, *, kubeconfig: Path, recipes_dir: Path, log_dir: Path, extra_args: Sequence[str] = ()
+    ) -> None:
         self.kubeconfig = kubeconfig
+        self.extra_args = tuple(extra_args)  # after the defaults, so they override them
         self.recipes_dir = recipes_dir
         self.log_dir = log_dir
         self.port = free_port()
@@ -62,6 +66,7 @@ class Operator:
                     "--recipes", str(self.recipes_dir),
                     "--log-format", "json",
                     "--workers", "4",
+                    *self.extra_args,
                 ],
                 stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
             )
