@@ -7,7 +7,8 @@ plan's writes (``writes``, ``node_writes``, ``pod_logs``); **finish** (``sro.pla
 folds what the writes reported into the final status) and write status and Events
 (``status_writes``). Deletion and ``managementState: Removed`` go to ``teardown``, which
 executes ``planner.plan_teardown`` the same way. Nothing here decides: a branch that
-chooses belongs in ``sro.plan``.
+chooses belongs in ``sro.plan``. Loading the recipe, rendering and planning are pure and
+may be heavy, so they run off the event loop (``compute``).
 
 Level-triggered: every pass recomputes everything from the caches. The only memory kept
 between passes is bookkeeping whose loss on a restart costs a retry or a log fetch
@@ -25,8 +26,8 @@ import structlog
 
 from sro import errors
 from sro.cache import projections
+from sro.engine import compute, node_writes, pod_logs, ports, recipes, status_writes, teardown, waves, writes
 from sro.engine import namespace as namespace_
-from sro.engine import node_writes, pod_logs, ports, recipes, status_writes, teardown, waves, writes
 from sro.hooks import pipeline
 from sro.model import desired, recipe_policy, views
 from sro.model import specialresource as sr_model
@@ -156,11 +157,11 @@ class Engine:
             log.info("waiting for the operand namespace to finish terminating", sr=sr.name)
             return NAMESPACE_POLL
         try:
-            recipe = self._library.get(sr.spec.recipe)
+            recipe = await compute.load_recipe(self._library.loader(sr.spec.recipe))
         except errors.RecipeError as exc:
             return await refuse(exc.reason, str(exc))
         all_nodes = self._reader.nodes()
-        summaries = self._peers(sr, recipe, all_nodes)
+        summaries = await self._peers(sr, recipe, all_nodes)
         self._note_summary(sr.name, summaries[0], memory)
         peers = inputs.peers(sr.name, summaries)
 
@@ -193,7 +194,7 @@ class Engine:
         )
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
-        planned = planner.plan(wanted, seen, now=now)
+        planned = await compute.plan(wanted, seen, now=now)
         memory.retries = dict(planned.retries)
 
         # execute
@@ -243,25 +244,20 @@ class Engine:
 
     # -- steps ----------------------------------------------------------------------
 
-    def _peers(
+    async def _peers(
         self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, nodes: Sequence[views.NodeView]
     ) -> list[inputs.PeerSummary]:
         """This SpecialResource first, then every other parseable one, summarised for
-        dependency and conflict checks."""
-        out = [inputs.summarise(sr, recipe_selector=recipe.node_selector, nodes=nodes)]
+        dependency and conflict checks (their recipes loaded off the loop)."""
+        others: list[tuple[sr_model.SpecialResource, Callable[[], recipe_.Recipe]]] = []
         for other_body in self._reader.special_resources():
             try:
                 other = sr_model.parse(other_body)
             except errors.RecipeError:
                 continue
-            if other.name == sr.name:
-                continue
-            try:
-                selector = self._library.get(other.spec.recipe).node_selector
-            except errors.RecipeError:
-                selector = {}
-            out.append(inputs.summarise(other, recipe_selector=selector, nodes=nodes))
-        return out
+            if other.name != sr.name:
+                others.append((other, self._library.loader(other.spec.recipe)))
+        return await compute.summarise_peers(sr, recipe, others, nodes)
 
     async def _watch_kinds(self, wanted: desired.DesiredState) -> list[outcomes.Failure]:
         """Make sure every kind the recipe wants is watched; a kind that cannot be (the
@@ -315,8 +311,8 @@ class Engine:
         *,
         keep_off: frozenset[str],
     ) -> desired.DesiredState:
-        def render() -> desired.DesiredState:
-            env = pipeline.Environment(
+        def environment() -> pipeline.Environment:
+            return pipeline.Environment(
                 cluster_version=self._kinds.cluster_version()[0],
                 operator=self._settings.operator,
                 proxy=self._settings.proxy,
@@ -325,15 +321,14 @@ class Engine:
                 keep_off=keep_off,
                 policy=self._settings.policy,
             )
-            return pipeline.render_desired(sr, recipe, nodes, env=env)
 
         try:
-            return render()
+            return await compute.render(sr, recipe, nodes, env=environment())
         except errors.RecipeError:
             # A kind installed since discovery was last read would look unserved: look again once.
             if not await self._kinds_refreshed():
                 raise
-            return render()
+            return await compute.render(sr, recipe, nodes, env=environment())
 
     async def _kinds_refreshed(self) -> bool:
         refresh = getattr(self._kinds, "refresh", None)

@@ -5,12 +5,15 @@ without rebuilding the image by giving the operator directories (and, through th
 engine, ConfigMaps). A drop-in with the same name as a built-in wins, and the recipe
 records which source it came from so status can say so. ``Library`` compiles each
 recipe version once: a recipe is reloaded only when the digest of its files changes.
+The operator loads recipes on worker threads (off its event loop), so the library's
+memory of compiled versions is guarded by a lock; reading and compiling happen outside it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,17 +76,21 @@ class Library:
     def __init__(self, search: SearchPath) -> None:
         self.search = search
         self._cache: dict[tuple[str, str], recipe_.Recipe] = {}
+        self._lock = threading.Lock()
 
     def get(self, name: str) -> recipe_.Recipe:
-        """The current recipe ``name``; raises RecipeNotFound or the recipe's first error."""
+        """The current recipe ``name``; raises RecipeNotFound or the recipe's first error.
+        Safe to call from several threads at once."""
         path, source = self.search.locate(name)
         files = recipe_.files_from_directory(path)
         key = (str(path), _digest(files))
-        cached = self._cache.get(key)
+        with self._lock:
+            cached = self._cache.get(key)
         if cached is None:
             cached = recipe_.load(path.name, files, source=source, origin=str(path))
-            self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
-            self._cache[key] = cached
+            with self._lock:
+                self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
+                self._cache[key] = cached
         return cached
 
 
