@@ -4,6 +4,8 @@ Pure. The reflector calls ``upsert``/``delete`` for watch events and ``replace``
 a list; each returns the ``Change``s it caused, so handlers see exactly what moved.
 ``replace`` reports every object missing from the new list as a deletion (client-go's
 DeltaFIFO tombstones): an object deleted while the watch was down is never missed.
+A paged list goes through ``relist``: each page is projected as it arrives and the
+whole list applied at once at the end.
 
 Objects are keyed by (namespace, name); cluster-scoped ones have namespace "".
 Indexes map an index value (e.g. a node name, an owner) to keys and are kept in
@@ -61,37 +63,28 @@ class Store(Generic[V]):
     def upsert(self, body: Mapping[str, Any]) -> Change[V] | None:
         """Store an added or modified object; None if this version is already stored."""
         key = key_of(body)
-        version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        version = _version_of(body)
         if version and self._versions.get(key) == version:
             return None
-        new = self._project(body)
-        old = self._items.get(key)
-        if old is not None:
-            self._unindex(key, old)
-        self._items[key] = new
-        self._versions[key] = version
-        self._index(key, new)
-        return Change(old, new)
+        return self._put(key, version, self._project(body))
 
     def delete(self, body: Mapping[str, Any]) -> Change[V] | None:
         return self._delete_key(key_of(body))
 
+    def relist(self) -> Relist[V]:
+        """Start replacing the store's contents with a fresh list, one page at a time.
+
+        ``Relist.add`` projects each page as it arrives, so the raw pages never pile up
+        (a 5,000-node list is tens of MiB of JSON, its projections a few); the store
+        itself is untouched, and read as before, until ``Relist.commit``.
+        """
+        return Relist(self)
+
     def replace(self, bodies: Iterable[Mapping[str, Any]], resource_version: str) -> list[Change[V]]:
         """Make the store equal a fresh list; report additions, changes and deletions."""
-        changes: list[Change[V]] = []
-        seen: set[Key] = set()
-        for body in bodies:
-            seen.add(key_of(body))
-            change = self.upsert(body)
-            if change is not None:
-                changes.append(change)
-        for key in [k for k in self._items if k not in seen]:
-            change = self._delete_key(key)
-            if change is not None:
-                changes.append(change)
-        self.resource_version = resource_version
-        self.synced = True
-        return changes
+        fresh = self.relist()
+        fresh.add(bodies)
+        return fresh.commit(resource_version)
 
     # -- reads ----------------------------------------------------------------
 
@@ -125,6 +118,15 @@ class Store(Generic[V]):
 
     # -- internals ------------------------------------------------------------
 
+    def _put(self, key: Key, version: str, new: V) -> Change[V]:
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = new
+        self._versions[key] = version
+        self._index(key, new)
+        return Change(old, new)
+
     def _delete_key(self, key: Key) -> Change[V] | None:
         old = self._items.pop(key, None)
         self._versions.pop(key, None)
@@ -147,3 +149,62 @@ class Store(Generic[V]):
                     keys.discard(key)
                     if not keys:
                         del index[index_value]
+
+
+def _version_of(body: Mapping[str, Any]) -> str:
+    return str((body.get("metadata") or {}).get("resourceVersion", ""))
+
+
+class Relist(Generic[V]):
+    """A fresh list being read into a store: pages projected as they come, applied at once.
+
+    Only the projections of objects whose version the store does not hold yet are
+    made; an unchanged object keeps the projection the store has. ``commit`` applies
+    the lot in one step (no await inside), so no reader ever sees half a relist, and
+    reports what changed: additions and changes in list order, then every stored
+    object the list did not name, as a deletion.
+    """
+
+    def __init__(self, store: Store[V]) -> None:
+        self._store = store
+        # key -> (version, projection), or None for "listed, same version as stored".
+        self._fresh: dict[Key, tuple[str, V] | None] = {}
+        self._committed = False
+
+    def add(self, bodies: Iterable[Mapping[str, Any]]) -> int:
+        """Project one page; returns how many objects it held."""
+        count = 0
+        stored = self._store._versions
+        for body in bodies:
+            count += 1
+            key = key_of(body)
+            version = _version_of(body)
+            if version and stored.get(key) == version:
+                self._fresh[key] = None
+            else:
+                self._fresh[key] = (version, self._store._project(body))
+        return count
+
+    def __len__(self) -> int:
+        return len(self._fresh)
+
+    def commit(self, resource_version: str) -> list[Change[V]]:
+        """Make the store equal the list read so far; the changes it made."""
+        if self._committed:
+            raise RuntimeError("a relist is committed once")
+        self._committed = True
+        store = self._store
+        changes: list[Change[V]] = []
+        for key, fresh in self._fresh.items():
+            if fresh is not None:
+                version, new = fresh
+                if not (version and store._versions.get(key) == version):
+                    changes.append(store._put(key, version, new))
+        for key in [k for k in store._items if k not in self._fresh]:
+            change = store._delete_key(key)
+            if change is not None:
+                changes.append(change)
+        store.resource_version = resource_version
+        store.synced = True
+        self._fresh = {}
+        return changes

@@ -47,3 +47,45 @@ class Backoff:
         if self._last_failure is not None and self._clock.now() - self._last_failure > self.reset_after:
             self._current = 0.0
             self._last_failure = None
+
+
+class RelistBackoff:
+    """How long to wait before relisting after a 410 Gone, counting the 410s in a row.
+
+    The first expiry after a healthy watch relists at once: history moved on, that is
+    normal, and the list is the cure. Another one before any watch has been healthy
+    again means the cure is not working (a watch cache too small for the churn, a
+    compaction racing every list): each further relist waits ``initial`` doubling up to
+    ``cap``, the last ``jitter`` fraction of it drawn at random so many reflectors
+    expiring together spread out, and never longer than ``cap``. A healthy watch (one
+    that delivered an event, or closed normally) starts the count again. Without this a
+    reflector whose every watch answers 410 lists the whole resource in a tight loop,
+    which is exactly the load that makes the API server answer 410 again.
+    """
+
+    def __init__(
+        self,
+        *,
+        initial: float = 0.8,
+        cap: float = 30.0,
+        jitter: float = 0.5,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.initial = initial
+        self.cap = cap
+        self.jitter = jitter
+        self._rng = rng or random.Random()
+        self.streak = 0
+        """410s since the last healthy watch."""
+
+    def next(self) -> float:
+        """The delay before the relist this 410 calls for (0 for the first in a row)."""
+        self.streak += 1
+        if self.streak == 1:
+            return 0.0
+        base = min(self.initial * 2.0 ** min(self.streak - 2, 64), self.cap)
+        return base * (1.0 - self.jitter * self._rng.random())
+
+    def healthy(self) -> None:
+        """A watch delivered events or closed normally: the next 410 relists at once."""
+        self.streak = 0

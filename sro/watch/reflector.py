@@ -9,6 +9,11 @@ The resumption rules are client-go's (``controller-semantics.md``):
 * 410 Expired, as an HTTP status or as an in-stream ERROR event, means relist: first
   from the last version (``NotOlderThan``); if that is expired too, with "" (a
   consistent read). The store reports objects missing from the new list as deletions.
+* The first 410 after a healthy watch relists at once; each further one in a row waits
+  longer (``backoff.RelistBackoff``: 0.8 s doubling to 30 s, jittered), so a resource
+  whose watches keep expiring is not listed in a tight loop.
+* A list is read page by page (``limit``/``continue``); each page is projected into the
+  store's views as it arrives (``Store.relist``) and the store changes at once at the end.
 * Failures back off 0.8 s -> 30 s with jitter, reset after 2 healthy minutes. A stream
   silent (no event, no bookmark) past the inactivity timeout is dead: reconnect. A
   watch that ends at once without any event is an error, not a normal close.
@@ -85,6 +90,9 @@ class Reflector(Generic[V]):
         self._backoff = backoff_.Backoff(
             initial=settings.backoff_initial, cap=settings.backoff_cap, reset_after=settings.backoff_reset
         )
+        self._relist_backoff = backoff_.RelistBackoff(
+            initial=settings.backoff_initial, cap=settings.backoff_cap
+        )
         self._rv = ""
         self.synced = asyncio.Event()
         self._log = log.bind(resource=self.name, selector=label_selector or None)
@@ -109,6 +117,7 @@ class Reflector(Generic[V]):
                     relist = None
                 await self._watch()
                 self._backoff.healthy()
+                self._relist_backoff.healthy()
                 self._restarted("closed")
             except errors.Expired as exc:
                 self._restarted("expired")
@@ -116,7 +125,16 @@ class Reflector(Generic[V]):
                     relist, list_from = "expired", self._rv
                 else:  # the relist itself was expired: a consistent read from scratch
                     relist, list_from = "expired_again", ""
-                self._log.info("resource version expired: relisting", reason=relist, error=str(exc))
+                delay = self._relist_backoff.next()
+                self._log.info(
+                    "resource version expired: relisting",
+                    reason=relist,
+                    error=str(exc),
+                    in_a_row=self._relist_backoff.streak,
+                    delay=round(delay, 2),
+                )
+                if delay:
+                    await asyncio.sleep(delay)
             except (errors.SroError, events.MalformedEvent, _Inactive, _VeryShort) as exc:
                 reason = "inactive" if isinstance(exc, _Inactive) else "error"
                 self._restarted(reason)
@@ -155,9 +173,10 @@ class Reflector(Generic[V]):
     async def _list(self, from_version: str, *, reason: str) -> None:
         self._metrics.watch_relisted(resource=self.name, reason=reason)
         path = self.resource.path(namespace=self.namespace)
-        items: list[Mapping[str, Any]] = []
+        fresh = self.store.relist()
         token = ""
         list_rv = ""
+        objects = pages = 0
         while True:
             params = {**self._params(), "limit": str(self._settings.page_size)}
             if token:
@@ -167,14 +186,22 @@ class Reflector(Generic[V]):
             page = await self._api.request("GET", path, params=params, resource=self.resource.plural)
             meta = page.get("metadata") or {}
             list_rv = list_rv or str(meta.get("resourceVersion", ""))
-            items.extend(self._complete(item) for item in page.get("items") or ())
             token = str(meta.get("continue", "") or "")
+            # Projected now, so only one raw page is alive at a time.
+            objects += fresh.add(self._complete(item) for item in page.get("items") or ())
+            pages += 1
+            del page, meta
             if not token:
                 break
-        changes = self.store.replace(items, list_rv)
+        changes = fresh.commit(list_rv)
         self._rv = list_rv
         self._log.info(
-            "listed", objects=len(items), changes=len(changes), resource_version=list_rv, reason=reason
+            "listed",
+            objects=objects,
+            pages=pages,
+            changes=len(changes),
+            resource_version=list_rv,
+            reason=reason,
         )
         for change in changes:
             self._deliver(change)
@@ -218,6 +245,7 @@ class Reflector(Generic[V]):
         if event.type is events.EventType.ERROR:
             raise kerrors.from_status(event.object)
         self._rv = event.resource_version or self._rv
+        self._relist_backoff.healthy()  # the watch delivered: the last relist worked
         if event.type is events.EventType.BOOKMARK:
             return
         body = self._complete(event.object)

@@ -103,3 +103,45 @@ def test_nodes_are_cached_as_node_views() -> None:
     s: store.Store[views.NodeView] = store.Store(resource="nodes", project=projections.for_kind("v1", "Node"))
     s.upsert({"metadata": {"name": "n1", "labels": {"a": "b"}, "resourceVersion": "1"}})
     assert s.get("n1").labels == {"a": "b"}
+
+
+def test_a_paged_relist_projects_each_page_and_changes_the_store_only_at_commit() -> None:
+    s = pods()
+    s.replace([pod("a", "n1"), pod("b", "n1")], "10")
+    seen: list[str] = []
+
+    def project(body: dict) -> views.PodView:
+        seen.append(body["metadata"]["name"])
+        return projections.pod(body)
+
+    s._project = project
+    fresh = s.relist()
+    assert fresh.add([pod("b", "n1"), pod("c", "n2")]) == 2
+    assert seen == ["c"], "an object whose version the store holds is not projected again"
+    assert fresh.add([pod("d", "n2", rv="5")]) == 1
+    assert seen == ["c", "d"]
+    assert s.keys() == {("ops", "a"), ("ops", "b")}, "the store reads as before until commit"
+    assert s.resource_version == "10"
+    changes = fresh.commit("20")
+    assert [(c.old.name if c.old else None, c.new.name if c.new else None) for c in changes] == [
+        (None, "c"),
+        (None, "d"),
+        ("a", None),
+    ]
+    assert s.keys() == {("ops", "b"), ("ops", "c"), ("ops", "d")}
+    assert [p.name for p in s.by_index(indexes.BY_NODE, "n2")] == ["c", "d"]
+    assert s.by_index(indexes.BY_NODE, "n1")[0].name == "b"
+    assert s.resource_version == "20" and s.synced
+    with pytest.raises(RuntimeError):
+        fresh.commit("30")
+
+
+def test_a_relist_reports_a_changed_version_as_a_change() -> None:
+    s = pods()
+    s.replace([pod("a", "n1")], "10")
+    fresh = s.relist()
+    fresh.add([pod("a", "n2", rv="2")])
+    (change,) = fresh.commit("20")
+    assert change.old is not None and change.old.node == "n1"
+    assert change.new is not None and change.new.node == "n2"
+    assert s.by_index(indexes.BY_NODE, "n1") == []
