@@ -1,0 +1,242 @@
+"""``hack/bench converge``: how close sro comes to the speed of the control plane.
+
+One run, one cluster (in its own run directory), two measurements of the same work:
+
+1. the floor (``converge_floor``): the objects ``sro render --live`` prints for the
+   nvidia-gpu SpecialResource, ordering taken out, posted at once; timed to every pod
+   Ready or Succeeded; then removed;
+2. sro (``converge_sro``): ``sro run`` converging that SpecialResource, timed to Ready,
+   with per-state progress, CPU, peak RSS and requests; then an idle window, then
+   kernel changes one node at a time (new per-kernel DaemonSet, node complete again).
+
+Prints a table, writes ``converge.json`` and ``converge.png`` (matplotlib) to ``--out``,
+and with ``--profile`` runs the operator under cProfile and prints its top entries. It
+asserts nothing: the targets are for people to read beside the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simcluster import audit, controlplane, converge_floor, converge_report, converge_sro, kube, layout
+
+REPO = layout.HACK.parent
+SRO = REPO / ".venv" / "bin" / "sro"
+RECIPE = REPO / "assets" / "nvidia-gpu"
+SAMPLE = REPO / "manifests" / "samples" / "nvidia-gpu.yaml"
+CRD = REPO / "manifests" / "crd" / "sro.dev_specialresources.yaml"
+
+
+def inventory(nodes: int, kernels: int) -> dict[str, Any]:
+    """``nodes`` NVIDIA GPU nodes spread over ``kernels`` RHEL 9.4 kernels."""
+    pools = []
+    for k in range(kernels):
+        count = nodes // kernels + (1 if k < nodes % kernels else 0)
+        if count:
+            pools.append(
+                {
+                    "name": f"bench-gpu-k{k}",
+                    "prefix": f"gpu-k{k}",
+                    "count": count,
+                    "kernel": f"5.14.0-427.{10 + k}.1.el9_4.x86_64",
+                    "os": {"id": "rhel", "versionId": "9.4"},
+                    "pci": ["10de"],
+                    "devices": {"nvidia.com/gpu": 8},
+                }
+            )
+    return {"pools": pools}
+
+
+def hack_cluster(run: layout.RunDir, *args: str) -> None:
+    env = {**os.environ, "SRO_CLUSTER_DIR": str(run.root)}
+    subprocess.run([str(layout.HACK / "cluster"), *args], env=env, check=True)
+
+
+def revision() -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    return proc.stdout.strip() or "unknown"
+
+
+def states_of(recipe: Path) -> list[str]:
+    return [s["name"] for s in yaml.safe_load((recipe / "recipe.yaml").read_text())["states"]]
+
+
+async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within: float) -> dict[str, Any]:
+    objects = [
+        converge_floor.without_ordering(o)
+        for o in converge_floor.rendered_objects(
+            sro=SRO, recipe=RECIPE, sr_file=sr_file, kubeconfig=run.kubeconfig
+        )
+    ]
+    listed = await client.get("/api/v1/nodes", request_seconds=120)
+    labels = [n["metadata"].get("labels") or {} for n in listed["items"]]
+    expected = converge_floor.expected_pods(objects, labels)
+    namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
+    started = time.monotonic()
+    waiter = asyncio.create_task(
+        converge_floor.wait_pods(
+            client, namespace=namespace, expected=expected, started=started, within=within
+        )
+    )
+    posts = await converge_floor.post_all(client, objects)
+    curve = await waiter
+    seconds = curve[-1][0]
+    print(
+        f"floor: {len(objects)} objects ({posts} POSTs), {expected} pods done in {seconds:.1f}s", flush=True
+    )
+    # Remove it all before sro runs: the namespace, then the cluster-scoped objects.
+    resources = converge_floor.Resources()
+    await resources.learn(client, (str(o["apiVersion"]) for o in objects))
+    await client.delete(f"/api/v1/namespaces/{namespace}")
+    for obj in objects:
+        if "namespace" not in obj["metadata"]:
+            await client.delete(f"{resources.collection(obj)}/{obj['metadata']['name']}")
+    while True:
+        try:
+            await client.get(f"/api/v1/namespaces/{namespace}")
+        except kube.ApiError as exc:
+            if exc.status == 404:
+                break
+            raise
+        await asyncio.sleep(0.5)
+    return {"objects": len(objects), "posts": posts, "pods": expected, "seconds": seconds, "curve": curve}
+
+
+async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> dict[str, Any]:
+    state = controlplane.State.load(run)
+    assert state is not None
+    sr_body = yaml.safe_load(SAMPLE.read_text())
+    sr_file = out / "sr.yaml"
+    sr_file.write_text(yaml.safe_dump(sr_body))
+    figures: dict[str, Any] = {"revision": revision(), "nodes": args.nodes, "kernels": args.kernels}
+    async with kube.Kube(server=state.server, run=run) as client:
+        figures["floor"] = await floor(client, run, sr_file, within=args.timeout)
+        operator = converge_sro.Operator(
+            sro=SRO, kubeconfig=run.kubeconfig, log=out / "operator.log",
+            profile=out / "operator.prof" if args.profile else None,
+        )  # fmt: skip
+        operator.start()
+        try:
+            await operator.wait_ready()
+            before, cpu0 = operator.requests(), operator.cpu_seconds()
+            started_wall = time.time()
+            states = states_of(RECIPE)
+            seconds, curves = await converge_sro.converge(
+                client, sr_body, states=states, total=args.nodes, within=args.timeout
+            )
+            ready_wall = time.time()
+            during = converge_sro.diff(operator.requests(), before)
+            cpu = operator.cpu_seconds() - cpu0
+            writes = [
+                w
+                for w in audit.read(run.audit_log)
+                if w.by_sro and started_wall <= w.time.timestamp() <= ready_wall
+            ]
+            figures["sro"] = {
+                "seconds": seconds,
+                "cpu_seconds": cpu,
+                "peak_rss_mb": operator.peak_rss_mb(),
+                "requests": sum(during.values()),
+                "requests_non_watch": converge_sro.non_watch(during),
+                "requests_by": {f"{v} {r}": n for (v, r), n in during.items()},
+                "audit_writes": len(writes),
+                "audit_writes_by": {
+                    f"{k[0]} {k[1]}": n
+                    for k, n in audit.count_by(writes, key=lambda w: (w.verb, w.resource)).items()
+                },
+                # What any correct operator writes at least: each object once, each
+                # node's labels once per state plus "complete", the status a few times.
+                "write_floor": figures["floor"]["objects"] + args.nodes * (len(states) + 1),
+                "curves": curves,
+            }
+            figures["ratio"] = seconds / figures["floor"]["seconds"]
+            print(f"sro: Ready in {seconds:.1f}s ({figures['ratio']:.2f}x the floor)", flush=True)
+            if args.idle > 0:
+                idle0, cpu1, t0 = operator.requests(), operator.cpu_seconds(), time.time()
+                await asyncio.sleep(args.idle)  # the idle window is the measurement itself
+                idle = converge_sro.diff(operator.requests(), idle0)
+                idle_writes = [w for w in audit.read(run.audit_log) if w.by_sro and w.time.timestamp() >= t0]
+                figures["idle"] = {
+                    "seconds": args.idle,
+                    "requests_non_watch": converge_sro.non_watch(idle),
+                    "writes": len(idle_writes),
+                    "cpu_seconds": operator.cpu_seconds() - cpu1,
+                }
+            samples = []
+            listed = await client.get("/api/v1/nodes", request_seconds=120)
+            names = sorted(n["metadata"]["name"] for n in listed["items"])
+            for i in range(args.kernel_changes):
+                node = names[i % len(names)]
+                kernel = f"5.14.0-503.{i}.1.el9_4.x86_64"
+                samples.append(
+                    await converge_sro.kernel_change(
+                        client, sr=sr_body["metadata"]["name"], node=node, kernel=kernel, within=args.timeout
+                    )
+                )
+            figures["kernel_changes"] = converge_report.kernel_figures(samples)
+        finally:
+            code = operator.stop()
+            print(f"sro run stopped (exit {code}); log: {operator.log}", flush=True)
+    return figures
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="hack/bench converge", description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=100)
+    p.add_argument("--kernels", type=int, default=4)
+    p.add_argument("--idle", type=float, default=60, help="seconds of idle measured after Ready")
+    p.add_argument("--kernel-changes", type=int, default=10)
+    p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--out", type=Path, default=REPO / ".run" / "bench-converge")
+    p.add_argument("--profile", action="store_true", help="run the operator under cProfile")
+    p.add_argument("--keep", action="store_true", help="leave the cluster running")
+    args = p.parse_args(argv)
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="sro-converge-"))
+    run = layout.RunDir(base / "cluster")
+    inv = out / "inventory.yaml"
+    inv.write_text(yaml.safe_dump(inventory(args.nodes, args.kernels)))
+    print(f"bench converge in {run.root}: {args.nodes} GPU nodes, {args.kernels} kernels", flush=True)
+    hack_cluster(run, "up", "--inventory", str(inv))
+    try:
+        kubectl = [str(layout.binary("kubectl")), "--kubeconfig", str(run.kubeconfig)]
+        subprocess.run([*kubectl, "apply", "--server-side", "-f", str(CRD)], check=True, capture_output=True)
+        figures = asyncio.run(measure(args, run, out))
+    finally:
+        if not args.keep:
+            hack_cluster(run, "down")
+            shutil.rmtree(base, ignore_errors=True)
+    print()
+    print(converge_report.table(figures))
+    converge_report.write_json(figures, out / "converge.json")
+    drawn = converge_report.plot(figures, out / "converge.png")
+    print(
+        f"\nwrote {out / 'converge.json'}"
+        + (f" and {out / 'converge.png'}" if drawn else " (no matplotlib: no PNG)")
+    )
+    if args.profile:
+        print("\nprofile of sro run (top 25 by cumulative time):")
+        pstats.Stats(str(out / "operator.prof")).sort_stats("cumulative").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,212 @@
+"""The floor of ``hack/bench converge``: how fast the control plane itself runs a recipe.
+
+sro walks states in order on each node, so it can never beat the control plane running
+every rendered object at once. The floor is exactly that: the objects ``sro render
+--live`` prints for the SpecialResource (so the same objects sro would write), with the
+ordering sro adds taken out (node-affinity terms on ``*.sro.dev/*`` labels, owner
+references to a SpecialResource that does not exist), posted with a bounded number of
+requests in flight, and timed until every pod they make is Ready (or Succeeded, for
+run-to-completion pods). What is left is pod creation, scheduling and start-up: the time
+any operator needs at least.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simcluster import kube
+
+JSON = dict[str, Any]
+ORDERING = ".sro.dev/"
+WORKLOADS = ("DaemonSet", "Deployment", "StatefulSet", "ReplicaSet", "Job")
+
+
+def rendered_objects(*, sro: Path, recipe: Path, sr_file: Path, kubeconfig: Path) -> list[JSON]:
+    """What ``sro render --live`` prints for ``sr_file``: every object sro would write."""
+    proc = subprocess.run(
+        [str(sro), "render", "--recipe", str(recipe), "--sr", str(sr_file), "--live"],
+        env={"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"sro render failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+def pod_spec(obj: Mapping[str, Any]) -> JSON | None:
+    """The pod spec an object runs (a Pod's own, a workload's template), or None."""
+    if obj.get("kind") == "Pod":
+        return obj.get("spec")  # type: ignore[return-value]
+    if obj.get("kind") in WORKLOADS:
+        return obj.get("spec", {}).get("template", {}).get("spec")  # type: ignore[no-any-return]
+    return None
+
+
+def without_ordering(obj: Mapping[str, Any]) -> JSON:
+    """``obj`` with what sro adds to order states taken out."""
+    out: JSON = copy.deepcopy(dict(obj))
+    out.get("metadata", {}).pop("ownerReferences", None)
+    spec = pod_spec(out)
+    if spec is None:
+        return out
+    affinity = spec.get("affinity") or {}
+    node = affinity.get("nodeAffinity") or {}
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = []
+    for term in required.get("nodeSelectorTerms") or []:
+        kept = [e for e in term.get("matchExpressions") or [] if ORDERING not in str(e.get("key", ""))]
+        if kept or term.get("matchFields"):
+            terms.append({**term, "matchExpressions": kept})
+    if terms:
+        required["nodeSelectorTerms"] = terms
+    else:
+        node.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+        if not node:
+            affinity.pop("nodeAffinity", None)
+        if not affinity:
+            spec.pop("affinity", None)
+    return out
+
+
+def _matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def expected_pods(objects: Iterable[Mapping[str, Any]], node_labels: Sequence[Mapping[str, str]]) -> int:
+    """How many pods ``objects`` make on nodes labelled ``node_labels``: one per Pod, one
+    per matching node per DaemonSet, ``replicas`` per Deployment (DaemonSets and Pods here
+    carry only nodeSelector placement once the ordering is out)."""
+    total = 0
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Pod":
+            total += 1
+        elif kind == "DaemonSet":
+            selector = (pod_spec(obj) or {}).get("nodeSelector") or {}
+            total += sum(1 for labels in node_labels if _matches(selector, labels))
+        elif kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+            total += int(obj.get("spec", {}).get("replicas", 1))
+    return total
+
+
+@dataclass
+class Resources:
+    """Where to POST each kind: (apiVersion, kind) → (plural, namespaced), from discovery."""
+
+    found: dict[tuple[str, str], tuple[str, bool]] = field(default_factory=dict)
+
+    async def learn(self, client: kube.Kube, api_versions: Iterable[str]) -> None:
+        for api_version in sorted(set(api_versions)):
+            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+            listing = await client.get(path)
+            for res in listing.get("resources", []):
+                if "/" not in res["name"]:
+                    self.found[(api_version, res["kind"])] = (res["name"], bool(res["namespaced"]))
+
+    def collection(self, obj: Mapping[str, Any]) -> str:
+        api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
+        plural, namespaced = self.found[(api_version, kind)]
+        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        if namespaced:
+            return f"{base}/namespaces/{obj['metadata']['namespace']}/{plural}"
+        return f"{base}/{plural}"
+
+
+async def post_all(client: kube.Kube, objects: Sequence[JSON], *, concurrency: int = 32) -> int:
+    """POST every object, ``concurrency`` at a time, after their namespaces. A POST refused
+    because what it refers to does not exist yet (a ServiceAccount, the namespace's
+    default account) is tried again shortly: the floor gives the server no order but
+    still ends with every object. Returns the number of POSTs sent."""
+    resources = Resources()
+    await resources.learn(client, (str(o["apiVersion"]) for o in objects))
+    sent = 0
+    # sro creates the operand namespace itself; so does the floor, first.
+    for namespace in sorted(
+        {str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace")}
+    ):
+        sent += 1
+        try:
+            await client.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+        except kube.ApiError as exc:
+            if exc.status != 409:
+                raise
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(obj: JSON) -> None:
+        nonlocal sent
+        deadline = time.monotonic() + 60
+        while True:
+            async with gate:
+                sent += 1
+                try:
+                    await client.create(resources.collection(obj), obj)
+                    return
+                except kube.ApiError as exc:
+                    if exc.status == 409:
+                        return
+                    if exc.status not in (403, 404) or time.monotonic() > deadline:
+                        raise
+            await asyncio.sleep(0.1)
+
+    await asyncio.gather(*(one(o) for o in objects))
+    return sent
+
+
+def pod_done(pod: Mapping[str, Any]) -> bool:
+    """Ready, or Succeeded for a run-to-completion pod."""
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
+        return True
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+async def wait_pods(
+    client: kube.Kube, *, namespace: str, expected: int, started: float, within: float
+) -> list[tuple[float, int]]:
+    """Watch the namespace's pods until ``expected`` of them are done; the curve of
+    (seconds since ``started``, pods done) at every change."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    done: dict[str, bool] = {}
+    curve: list[tuple[float, int]] = [(0.0, 0)]
+    deadline = started + within
+    while True:
+        listed = await client.get(path, request_seconds=120)
+        done = {p["metadata"]["uid"]: pod_done(p) for p in listed["items"]}
+        version = listed["metadata"]["resourceVersion"]
+        count = sum(done.values())
+        curve.append((time.monotonic() - started, count))
+        if count >= expected:
+            return curve
+        try:
+            async for event in client.watch(path, resource_version=version, timeout_seconds=60):
+                if event.get("type") == "BOOKMARK":
+                    continue
+                pod = event["object"]
+                uid = pod["metadata"]["uid"]
+                was = done.pop(uid, False)
+                now = event["type"] != "DELETED" and pod_done(pod)
+                if event["type"] != "DELETED":
+                    done[uid] = now
+                if now != was:
+                    count += 1 if now else -1
+                    curve.append((time.monotonic() - started, count))
+                if count >= expected:
+                    return curve
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{count}/{expected} pods done after {within:g}s")
+        except kube.ApiError as exc:
+            if exc.status != 410:
+                raise
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{count}/{expected} pods done after {within:g}s")

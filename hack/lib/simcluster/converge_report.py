@@ -1,0 +1,127 @@
+"""The figures of ``hack/bench converge``: a table to read, JSON to keep, a PNG to look at.
+
+Every speed figure is printed beside the floor measured in the same run on the same
+cluster, as a ratio, so a slower or faster machine moves both and the ratio stays
+comparable between runs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def table(figures: Mapping[str, Any]) -> str:
+    """The figures as aligned text, one line each, the floor beside what it bounds."""
+    f = figures
+    rows: list[tuple[str, str]] = [
+        ("git revision", f["revision"]),
+        ("nodes / kernels", f"{f['nodes']} GPU nodes over {f['kernels']} kernels"),
+        ("floor: objects posted / pods", f"{f['floor']['objects']} objects, {f['floor']['pods']} pods"),
+        ("floor: all pods Ready/Succeeded", f"{f['floor']['seconds']:.1f} s"),
+        ("sro: SpecialResource Ready", f"{f['sro']['seconds']:.1f} s"),
+        ("sro / floor", f"{f['ratio']:.2f}x"),
+        ("sro CPU during convergence", f"{f['sro']['cpu_seconds']:.1f} CPU-s"),
+        ("sro peak RSS", f"{f['sro']['peak_rss_mb']:.0f} MB"),
+        (
+            "sro requests during convergence",
+            f"{f['sro']['requests']} (non-watch {f['sro']['requests_non_watch']})",
+        ),
+        ("sro writes in the audit log", f"{f['sro']['audit_writes']}"),
+        ("floor of writes (objects + nodes x labels)", f"{f['sro']['write_floor']}"),
+    ]
+    for verb_resource, count in sorted(f["sro"]["requests_by"].items(), key=lambda kv: -kv[1])[:12]:
+        rows.append((f"  {verb_resource}", str(count)))
+    idle = f.get("idle")
+    if idle:
+        rows.append(
+            (
+                f"idle {idle['seconds']:.0f} s after Ready",
+                f"{idle['requests_non_watch']} non-watch requests, {idle['writes']} writes, "
+                f"{idle['cpu_seconds']:.2f} CPU-s "
+                f"({100 * idle['cpu_seconds'] / idle['seconds']:.2f}% of a core)",
+            )
+        )
+    changes = f.get("kernel_changes")
+    if changes and changes["count"]:
+        rows.append(
+            (
+                f"kernel change x{changes['count']}: new DaemonSet",
+                f"p50 {changes['daemonset_p50']:.2f} s, p99 {changes['daemonset_p99']:.2f} s",
+            )
+        )
+        rows.append(
+            (
+                "kernel change: node complete again",
+                f"p50 {changes['complete_p50']:.2f} s, p99 {changes['complete_p99']:.2f} s",
+            )
+        )
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def write_json(figures: Mapping[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+
+
+def plot(figures: Mapping[str, Any], path: Path) -> bool:
+    """Per-state completed nodes over time beside the floor's pods-done curve; False when
+    matplotlib is not installed (the table and JSON are written regardless)."""
+    try:
+        import matplotlib  # noqa: PLC0415 - optional: only the plot needs it
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        return False
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), sharex=True)
+    floor = figures["floor"]["curve"]
+    left.step(
+        [t for t, _ in floor], [n for _, n in floor], where="post", color="black", label="floor: pods done"
+    )
+    left.set_title(f"floor: {figures['floor']['pods']} pods, {figures['floor']['seconds']:.1f} s")
+    left.set_xlabel("seconds")
+    left.set_ylabel("pods Ready/Succeeded")
+    left.legend(loc="lower right")
+    for state, curve in figures["sro"]["curves"].items():
+        right.step([t for t, _ in curve], [n for _, n in curve], where="post", label=state)
+    right.axvline(figures["floor"]["seconds"], color="black", linestyle="--", label="floor done")
+    right.axvline(figures["sro"]["seconds"], color="red", linestyle=":", label="sro Ready")
+    right.set_title(
+        f"sro: nodes per state ready, Ready at {figures['sro']['seconds']:.1f} s ({figures['ratio']:.2f}x)"
+    )
+    right.set_xlabel("seconds")
+    right.set_ylabel("nodes")
+    right.legend(loc="lower right", fontsize="small")
+    fig.suptitle(
+        f"hack/bench converge: {figures['nodes']} GPU nodes, {figures['kernels']} kernels "
+        f"({figures['revision']})"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def kernel_figures(samples: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    ds = [a for a, _ in samples]
+    done = [b for _, b in samples]
+    return {
+        "count": len(samples),
+        "daemonset_p50": percentile(ds, 50),
+        "daemonset_p99": percentile(ds, 99),
+        "complete_p50": percentile(done, 50),
+        "complete_p99": percentile(done, 99),
+        "complete_mean": statistics.fmean(done) if done else float("nan"),
+    }

@@ -1,0 +1,229 @@
+"""sro's side of ``hack/bench converge``: the operator as a real process, measured from outside.
+
+Everything here is observed the way an administrator could: the SpecialResource's status
+for time to Ready, node labels (``<sr>.sro.dev/<state>: ready``) for each state's
+progress, the operator's ``/metrics`` for every request it sent, ``/proc`` for its CPU
+time and peak memory, and the API server's audit log for its writes. Nothing asks the
+operator how well it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simcluster import kube, nodes
+
+JSON = dict[str, Any]
+SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
+_SAMPLE = re.compile(r"^sro_api_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Operator:
+    """``sro run`` as a subprocess (optionally under cProfile), stopped by its pid."""
+
+    sro: Path
+    kubeconfig: Path
+    log: Path
+    profile: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    port: int = 0
+
+    def start(self) -> None:
+        self.port = _free_port()
+        python = self.sro.parent / "python"
+        head = (
+            [str(python), "-m", "cProfile", "-o", str(self.profile), "-m", "sro"]
+            if self.profile
+            else [str(self.sro)]
+        )
+        args = [
+            *head, "run", "--leader-elect", "false", "--log-format", "json",
+            "--health-addr", f"127.0.0.1:{self.port}", "--metrics-addr", f"127.0.0.1:{self.port}",
+        ]  # fmt: skip
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            )
+
+    async def wait_ready(self, within: float = 120) -> None:
+        deadline = time.monotonic() + within
+        while not self._get("/readyz"):
+            if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"sro run did not become ready; see {self.log}")
+            await asyncio.sleep(0.2)
+
+    def _get(self, path: str) -> str | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
+                return str(resp.read().decode())
+        except OSError:
+            return None
+
+    def requests(self) -> Counter[tuple[str, str]]:
+        """Requests sent so far, by (verb, resource), from the operator's own counter."""
+        text = self._get("/metrics") or ""
+        counts: Counter[tuple[str, str]] = Counter()
+        for line in text.splitlines():
+            match = _SAMPLE.match(line.strip())
+            if match:
+                labels = dict(_LABEL.findall(match["labels"]))
+                counts[(labels.get("verb", ""), labels.get("resource", ""))] += int(float(match["value"]))
+        return counts
+
+    def cpu_seconds(self) -> float:
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+    def peak_rss_mb(self) -> float:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(timeout=10)
+
+
+def non_watch(counts: Mapping[tuple[str, str], int]) -> int:
+    return sum(v for (verb, _), v in counts.items() if verb != "watch")
+
+
+def diff(after: Counter[tuple[str, str]], before: Counter[tuple[str, str]]) -> Counter[tuple[str, str]]:
+    out = Counter(after)
+    out.subtract(before)
+    return +out
+
+
+async def _states_progress(
+    client: kube.Kube,
+    *,
+    sr: str,
+    states: Sequence[str],
+    started: float,
+    curves: dict[str, list[tuple[float, int]]],
+    stop: asyncio.Event,
+) -> None:
+    """Keep ``curves[state]`` as (seconds since ``started``, nodes with the state ready)."""
+    keys = {f"{sr}.sro.dev/{s}": s for s in states}
+    ready: dict[str, set[str]] = {s: set() for s in states}
+    path = "/api/v1/nodes"  # the bench's cluster has only the nodes it selects
+    while not stop.is_set():
+        listed = await client.get(path, request_seconds=120)
+        for node in listed["items"]:
+            _note(node, keys, ready, curves, started)
+        try:
+            async for event in client.watch(
+                path, resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=30
+            ):
+                if stop.is_set():
+                    return
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    _note(event["object"], keys, ready, curves, started)
+        except kube.ApiError as exc:
+            if exc.status != 410:
+                raise
+
+
+def _note(
+    node: JSON,
+    keys: Mapping[str, str],
+    ready: dict[str, set[str]],
+    curves: dict[str, list[tuple[float, int]]],
+    started: float,
+) -> None:
+    name = node["metadata"]["name"]
+    labels = node["metadata"].get("labels") or {}
+    for key, state in keys.items():
+        now = labels.get(key) == "ready"
+        if now != (name in ready[state]):
+            (ready[state].add if now else ready[state].discard)(name)
+            curves[state].append((time.monotonic() - started, len(ready[state])))
+
+
+async def converge(
+    client: kube.Kube, body: JSON, *, states: Sequence[str], total: int, within: float
+) -> tuple[float, dict[str, list[tuple[float, int]]]]:
+    """Create the SpecialResource; seconds until it is Ready on ``total`` nodes, and the
+    per-state curves meanwhile."""
+    name = body["metadata"]["name"]
+    curves: dict[str, list[tuple[float, int]]] = {s: [(0.0, 0)] for s in states}
+    stop = asyncio.Event()
+    started = time.monotonic()
+    watcher = asyncio.create_task(
+        _states_progress(client, sr=name, states=states, started=started, curves=curves, stop=stop)
+    )
+    try:
+        await client.create(SR_PATH, body)
+        while True:
+            sr = await client.get(f"{SR_PATH}/{name}")
+            status = sr.get("status") or {}
+            if status.get("phase") == "Ready" and status.get("ready") == f"{total}/{total}":
+                return time.monotonic() - started, curves
+            if time.monotonic() - started > within:
+                raise TimeoutError(f"not Ready after {within:g}s: {status.get('state')}")
+            await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+
+async def kernel_change(
+    client: kube.Kube, *, sr: str, node: str, kernel: str, within: float
+) -> tuple[float, float]:
+    """Move ``node`` to ``kernel`` (as NFD reports after a reboot); seconds until a
+    DaemonSet for that kernel exists, and until the node is complete on it again."""
+    annotation = f"sro.dev/kernel.{sr}"
+    started = time.monotonic()
+    await nodes.change_kernel(client, node, kernel=kernel)
+    ds_at: float | None = None
+    while True:
+        if ds_at is None:
+            listed = await client.get(
+                "/apis/apps/v1/daemonsets", params={"labelSelector": f"sro.dev/owner={sr}"}
+            )
+            for ds in listed["items"]:
+                selector = ds["spec"]["template"]["spec"].get("nodeSelector") or {}
+                if kernel in selector.values():
+                    ds_at = time.monotonic() - started
+        got = await client.get(f"/api/v1/nodes/{node}")
+        meta = got["metadata"]
+        complete = (meta.get("labels") or {}).get(f"{sr}.sro.dev/complete") == "true"
+        if ds_at is not None and complete and kernel in (meta.get("annotations") or {}).get(annotation, ""):
+            return ds_at, time.monotonic() - started
+        if time.monotonic() - started > within:
+            raise TimeoutError(f"{node} not complete on {kernel} after {within:g}s")
+        await asyncio.sleep(0.05)
