@@ -358,11 +358,17 @@ class Teardown:
     done: bool
 
 
+def _namespace_going(seen: observed_.Observed, ref: desired.ObjectRef, holding: set[str]) -> bool:
+    """A Namespace being deleted that holds no object of sro's any more."""
+    return ref.kind == "Namespace" and seen.objects[ref].deleting and ref.name not in holding
+
+
 def teardown(*, sr_name: str, seen: observed_.Observed) -> Teardown:
     """For ``Removed`` and for deletion: delete every owned object, strip every node.
 
     The finalizer ``sro.dev/cleanup`` can go when ``done``: no owned object is left (not
-    even one being deleted) and no node carries anything of this SpecialResource.
+    even one being deleted, except a namespace being deleted that holds nothing of sro's)
+    and no node carries anything of this SpecialResource.
     """
     delete = deletion_order(
         Deletion(ref=ref, uid=live.uid, reason="removing everything sro made")
@@ -372,6 +378,11 @@ def teardown(*, sr_name: str, seen: observed_.Observed) -> Teardown:
     nodes = {n.name: n for n in (*seen.nodes.values(), *seen.departed)}
     changes = strip_nodes(sr_name, sorted(nodes.values(), key=lambda n: n.name))
     left = [ref for ref in seen.objects if not _controller_pod(seen, ref)]
+    # A namespace being deleted with nothing of sro's left in it is the API server's to
+    # finish: what still holds it (a tenant's object with a finalizer of its own) is not
+    # sro's to wait for, and waiting would hold the SpecialResource forever.
+    holding = {ref.namespace for ref in left if ref.namespace}
+    left = [ref for ref in left if not _namespace_going(seen, ref, holding)]
     # The finalizer may go only on caches that have seen every removal sro sent: a lagging
     # Node cache would show nodes just cleaned by the last pass as clean, and a lagging
     # one could also show labelled nodes as clean, leaving labels and taints behind forever.

@@ -7,7 +7,7 @@ Whole-plan scenarios (kernel moves, retries, departures) are in ``test_plan``.
 from __future__ import annotations
 
 import pytest
-from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
+from builders import K1, K2, NS, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
 
 from sro import errors
 from sro.model import progress, views
@@ -80,6 +80,23 @@ def test_teardown_counts_objects_being_deleted_as_not_yet_gone() -> None:
     down = lifecycle.teardown(sr_name=SR, seen=view)
     assert down.delete == ()
     assert not down.done
+
+
+def test_a_namespace_being_deleted_with_nothing_of_sros_left_does_not_hold_the_teardown() -> None:
+    # What still holds it (a tenant's object with its own finalizer) is not sro's to wait for.
+    ns = obj("Namespace", NS, "s", namespace="", api_version="v1")
+    down = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[live(ns, deleting=True)]))
+    assert down.delete == ()
+    assert down.done
+
+
+def test_a_namespace_being_deleted_still_holding_an_object_of_sros_holds_the_teardown() -> None:
+    ns = obj("Namespace", NS, "s", namespace="", api_version="v1")
+    config = obj("ConfigMap", "c", "s", api_version="v1")
+    view = seen([node("n1")], objects=[live(ns, deleting=True), live(config, deleting=True)])
+    assert not lifecycle.teardown(sr_name=SR, seen=view).done
+    standing = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[live(ns)]))
+    assert [d.ref for d in standing.delete] == [ns.ref] and not standing.done
 
 
 def test_teardown_removes_only_this_srs_labels_and_recorded_taints() -> None:
