@@ -29,6 +29,10 @@ NAME_MAX = 40  # the name goes into label keys (<sr>.sro.dev/<state>) and object
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_DEPTH = 64  # deeper `set` values are refused rather than risk a RecursionError later
+CUT = "<sro: nested too deeply>"
+"""What ``sro.watch.decode`` leaves where an object nested past its depth was cut: a `set`
+holding it was deeper than ``MAX_DEPTH`` as written, and is refused as such (never rendered
+with the marker in place of the user's value)."""
 PRIORITY_MAX = 1_000_000_000  # user-defined PriorityClass values must not exceed one billion
 
 
@@ -218,8 +222,8 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
 
 def _depth(value: Any, level: int = 0) -> int:
     """Nesting depth of plain data, stopping early once past the limit."""
-    if level > MAX_DEPTH:
-        return level
+    if level > MAX_DEPTH or (isinstance(value, str) and value == CUT):
+        return MAX_DEPTH + 1
     if isinstance(value, Mapping):
         return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
     if isinstance(value, list | tuple):

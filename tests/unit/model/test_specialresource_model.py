@@ -7,12 +7,14 @@ process. The API server's own CEL checks are covered by tests/integration/test_c
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from sro.errors import Location, RecipeInvalid
 from sro.model import specialresource as srmodel
+from sro.watch import decode
 
 pytestmark = pytest.mark.unit
 
@@ -115,6 +117,13 @@ def test_a_set_nested_too_deeply_is_refused_without_crashing() -> None:
         node = node["x"]
     with pytest.raises(srmodel.SpecialResourceInvalid, match="nested deeper than"):
         srmodel.parse(body(set=deep))
+
+
+def test_a_set_the_decoder_cut_is_refused_as_too_deep_not_rendered_with_the_marker() -> None:
+    cut = decode.cut({"spec": {"set": json.loads('{"a":' * 100 + "1" + "}" * 100)}})
+    assert srmodel.CUT == decode.TOO_DEEP
+    with pytest.raises(srmodel.SpecialResourceInvalid, match="nested deeper than 64 levels"):
+        srmodel.parse(body(set=cut["spec"]["set"]))
 
 
 def test_a_body_that_is_not_a_mapping_is_refused() -> None:
