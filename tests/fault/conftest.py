@@ -1,0 +1,199 @@
+"""Fixtures of the fault suite: a cluster of its own, the test's replicas, watch and report.
+
+Fault tests restart kube-apiserver, compact etcd and put a proxy before it, which would
+disturb every other test sharing the default cluster: they run on one of their own, in
+``.run/fault-<pid>`` (or the running one ``SRO_FAULT_CLUSTER_DIR`` names, left running),
+started once for the session and taken down after it.
+
+How much each test does is set by the environment: the short form (default) injects each
+fault once or twice and runs within ``hack/test``; ``SRO_FAULT_LONG=1`` runs the long form
+(20 API server kills, 30 operator kills, ...); ``SRO_FAULT_ROUNDS=N`` sets the rounds
+directly. ``SRO_FAULT_SEED`` replays a run: the seed is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "e2e"))  # specialresources
+
+import lifecycle
+import processes
+import recorder as recorder_mod
+import specialresources as srs
+from support import cluster as cluster_mod
+from support import pools
+
+REPO = Path(__file__).resolve().parents[2]
+LONG = os.environ.get("SRO_FAULT_LONG", "") not in ("", "0")
+ROUNDS_OVERRIDE = int(os.environ.get("SRO_FAULT_ROUNDS", "0") or 0)
+KERNELS = ("5.14.0-427.13.1.el9_4.x86_64", "5.14.0-427.42.1.el9_4.x86_64")
+SEED_BASE = int(os.environ.get("SRO_FAULT_SEED", "0") or 0) or random.SystemRandom().randrange(1, 10**9)
+
+REPORT: list[str] = []
+"""Lines every fault test adds; printed at the end of the session."""
+
+
+def rounds(*, short: int, long: int) -> int:
+    """How many rounds a test runs: short form, long form, or ``SRO_FAULT_ROUNDS``."""
+    if ROUNDS_OVERRIDE:
+        return ROUNDS_OVERRIDE
+    return long if LONG else short
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if REPORT:
+        terminalreporter.section("fault suite figures")
+        for line in REPORT:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def fault_cluster() -> Iterator[cluster_mod.Cluster]:
+    """A cluster for the fault tests alone, with the CRD and the operator's namespace."""
+    given = os.environ.get("SRO_FAULT_CLUSTER_DIR")
+    handle = cluster_mod.Cluster(given or REPO / ".run" / f"fault-{os.getpid()}")
+    started = False
+    if not handle.is_running():
+        inventory = {"pools": [{"name": "fault-base", "prefix": "fault-base", "count": 1, "pci": []}]}
+        inv = handle.dir.with_name(handle.dir.name + "-inventory.yaml")
+        inv.parent.mkdir(parents=True, exist_ok=True)
+        inv.write_text(json.dumps(inventory))
+        try:
+            handle.run("up", "--inventory", str(inv))
+        finally:
+            inv.unlink(missing_ok=True)
+        started = True
+    try:
+        crd = REPO / "manifests" / "crd" / "sro.dev_specialresources.yaml"
+        handle.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
+        handle.kubectl("wait", "--for=condition=Established", "crd/specialresources.sro.dev", "--timeout=60s")
+        if handle.kubectl("get", "namespace", processes.OPERATOR_NAMESPACE, check=False).returncode != 0:
+            handle.kubectl("create", "namespace", processes.OPERATOR_NAMESPACE)
+        yield handle
+    finally:
+        if started and not given:
+            handle.run("down")
+
+
+@dataclass
+class Rig:
+    """What one fault test works with; everything it starts is stopped by the fixture."""
+
+    cluster: cluster_mod.Cluster
+    work: Path
+    seed: int
+    rng: random.Random
+    recorder: recorder_mod.Recorder
+    fleet: processes.Fleet | None = None
+    proxy: processes.FaultProxy | None = None
+    nodes: tuple[str, ...] = ()
+    kernels: dict[str, str] = field(default_factory=dict)
+    selector: dict[str, str] = field(default_factory=dict)
+    rounds: list[lifecycle.Round] = field(default_factory=list)
+    events: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    since: float = field(default_factory=time.time)  # the audit looks at writes from here on
+
+    @property
+    def pki(self) -> Path:
+        return self.cluster.dir / "pki"
+
+    def start_fleet(self, *, replicas: int, through_proxy: bool = False) -> processes.Fleet:
+        """``replicas`` sro processes, straight to the API server or through the fault proxy."""
+        server = self.cluster.server()
+        if through_proxy:
+            self.proxy = processes.FaultProxy(
+                upstream=server, pki=self.pki, client_certs=self.work / "certs",
+                log=self.work / "faultproxy.log", seed=self.seed,
+            )  # fmt: skip
+            server = self.proxy.server
+        self.fleet = processes.Fleet(pki=self.pki, work=self.work, server=server)
+        for _ in range(replicas):
+            self.fleet.spawn()
+        return self.fleet
+
+    def check(self) -> None:
+        """While waiting: restart replicas that died unasked (as a Deployment would)."""
+        if self.fleet is not None:
+            self.fleet.revive()
+
+    def new_round(self) -> lifecycle.Round:
+        r = lifecycle.Round(
+            cluster=self.cluster, nodes=self.nodes, kernels=self.kernels, rng=self.rng,
+            number=len(self.rounds) + 1, check=self.check,
+        )  # fmt: skip
+        self.rounds.append(r)
+        return r
+
+    def close_round(self, r: lifecycle.Round) -> None:
+        """Keeps the round's Events (the namespace ``default`` outlives the round)."""
+        self.events[r.name] = srs.events(self.cluster, r.name)
+
+    def report(self, test: str, *, faults: dict[str, int], extra: str = "") -> list[str]:
+        """Figures of the test: faults injected, convergence after them, and (later) the audit."""
+        lines = [f"{test}: seed {self.seed}, {len(self.rounds)} rounds" + (f"; {extra}" if extra else "")]
+        lines.append("  faults: " + ", ".join(f"{k} x{v}" for k, v in sorted(faults.items())))
+        by_phase: dict[str, list[lifecycle.PhaseRecord]] = {}
+        for r in self.rounds:
+            for rec in r.records:
+                if rec.fault != "none":
+                    by_phase.setdefault(rec.phase, []).append(rec)
+        for phase, records in sorted(by_phase.items()):
+            values = [rec.convergence for rec in records]
+            during = sum(1 for rec in records if rec.during)
+            lines.append(
+                f"  {phase}: {len(values)} faults ({during} before the phase was done), convergence after "
+                f"the fault p50={statistics.median(values):.1f}s max={max(values):.1f}s"
+            )
+        return lines
+
+
+@pytest.fixture
+def rig(fault_cluster: cluster_mod.Cluster, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
+    seed = SEED_BASE + sum(map(ord, request.node.name))
+    rec = recorder_mod.Recorder(
+        server=fault_cluster.server(),
+        pki=fault_cluster.dir / "pki",
+        operator_namespace=processes.OPERATOR_NAMESPACE,
+    )
+    rec.start()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    made = [
+        pools.make(fault_cluster, count=2, kernel=k, prefix=f"f{i}", labels={"fault.sro.dev/group": group})
+        for i, k in enumerate(KERNELS)
+    ]
+    names = [n for p in made for n in p.nodes]
+    kernels = {n: k for p, k in zip(made, KERNELS, strict=True) for n in p.nodes}
+    handle = Rig(
+        cluster=fault_cluster, work=tmp_path, seed=seed, rng=random.Random(seed), recorder=rec,
+        nodes=tuple(names), kernels=kernels, selector={"fault.sro.dev/group": group},
+    )  # fmt: skip
+    started = time.monotonic()
+    try:
+        yield handle
+    finally:
+        if handle.fleet is not None:
+            handle.fleet.stop_all()
+        if handle.proxy is not None:
+            handle.proxy.stop()
+        rec.stop()
+        for r in handle.rounds:  # a failed round may leave its SpecialResource: let it go
+            srs.delete(fault_cluster, r.name)
+            patch = json.dumps({"metadata": {"finalizers": None}})
+            with contextlib.suppress(Exception):
+                fault_cluster.kubectl("patch", "sr", r.name, "--type=merge", "-p", patch, check=False)
+        fault_cluster.delete_nodes(names)
+        REPORT.append(f"  ({request.node.name} took {time.monotonic() - started:.0f}s)")

@@ -1,0 +1,69 @@
+"""The leader frozen (SIGSTOP) for longer than its Lease while a standby runs, then thawed.
+
+The standby takes the Lease once it has gone unchanged for its duration; the thawed
+process still believes it leads, but its writer's fence (a renewal older than the renew
+deadline) refuses every mutating request, and its next renewal finds another holder, so
+it exits 1 and is started again as a standby. The audit proves the frozen process sent no
+write after the standby's ``acquireTime``. Short form: one pause while converging; long
+form: a pause in the converge and kernel phases of five rounds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import faults
+import lifecycle
+import pytest
+import verdict
+from conftest import REPORT, Rig, rounds
+from support import waiting
+
+ROUNDS = rounds(short=1, long=5)
+PAUSE = 22.0  # seconds frozen: past the Lease's 15 s and a standby's 2 s retry
+pytestmark = [pytest.mark.fault, pytest.mark.timeout(300 + 300 * ROUNDS)]
+
+
+async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(rig: Rig) -> None:
+    fleet = rig.start_fleet(replicas=2)
+    await fleet.wait_leader()
+    counts: Counter[str] = Counter()
+    paused: list[str] = []
+
+    async def freeze() -> str:
+        leader = fleet.leader()
+        assert leader is not None
+        others = [p for p in fleet.running if p is not leader]
+        assert others, "a standby is running"
+        counts["leader SIGSTOP"] += 1
+        paused.append(leader.user)
+        what = await faults.pause(leader, seconds=PAUSE)
+        # Thawed, it must find out and leave (exit 1); a standby leads instead.
+        await waiting.wait_for(
+            lambda: not leader.alive(), timeout=40, message=f"{leader.user} exits after thaw"
+        )
+        assert leader.proc.returncode == 1, leader.tail()
+        new = await fleet.wait_leader(within=40)
+        assert new is not leader
+        return what
+
+    for number in range(ROUNDS):
+        r = rig.new_round()
+        await r.converge(selector=rig.selector, fault=freeze)
+        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        await r.kernel_change(fault=freeze if number % 2 else None)
+        await r.teardown(fault=None)
+        rig.close_round(r)
+
+    REPORT.extend(rig.report("leader pauses", faults=dict(counts)))
+    totals = verdict.judge(
+        cluster=rig.cluster,
+        fleet=fleet,
+        rec=rig.recorder,
+        rounds=rig.rounds,
+        events=rig.events,
+        since=rig.since,
+    )
+    REPORT.append("  " + totals.line())
+    lost = {e.user for e in fleet.exits if e.lost_lease and e.code == 1}
+    assert set(paused) <= lost, "every frozen leader left with 'lost the lease'"

@@ -1,0 +1,190 @@
+"""The audit of a fault test: what the API server's log and the test's own watch prove.
+
+Faults must lose nothing (every round ends converged and, after deletion, clean; the
+lifecycle checks those live) and act once. Acting once is judged here, after the fact,
+from two independent records: kube-apiserver's audit log of writes
+(``simcluster.audit``), which names each ``sro run`` process by its own client
+certificate, and the test's watch of pods and of the Lease (``recorder``):
+
+* no write by one process after another process's Lease ``acquireTime`` (each write must
+  come from the holder of the most recent acquisition before it);
+* every driver pod replaced at most once per intended change (per node: one pod, plus
+  one per kernel move), counted by UID in the watch and as DaemonSet pod creations in the
+  audit;
+* no Event posted twice for one transition (per phase, per reason and note).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import lifecycle
+import processes
+import recorder as recorder_mod
+import specialresources as srs
+from support import cluster as cluster_mod
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
+from simcluster import audit
+
+DS_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
+
+
+def _utc(t: float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(t, datetime.UTC)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Totals:
+    """What the audit counted, for the report."""
+
+    sro_writes: int
+    by_verb: dict[str, int]
+    failed: int
+    lease_writes: int
+    acquisitions: int
+    driver_pods_created: int
+    events_posted: int
+
+    def line(self) -> str:
+        verbs = ", ".join(f"{k} {v}" for k, v in sorted(self.by_verb.items()))
+        return (
+            f"audit: {self.sro_writes} sro writes ({verbs}; {self.failed} refused or failed), "
+            f"{self.lease_writes} Lease writes, {self.acquisitions} acquisitions, "
+            f"{self.driver_pods_created} driver pods created, {self.events_posted} Events posted"
+        )
+
+
+def sro_writes(writes: Iterable[audit.Write], fleet: processes.Fleet) -> list[audit.Write]:
+    users = set(fleet.by_user())
+    return [w for w in writes if w.user in users]
+
+
+def _is_lease(w: audit.Write) -> bool:
+    return w.resource == "leases" and w.namespace == processes.OPERATOR_NAMESPACE
+
+
+def acquisitions(
+    writes: Sequence[audit.Write], fleet: processes.Fleet, rec: recorder_mod.Recorder
+) -> list[tuple[str, datetime.datetime]]:
+    """(user, time) of every Lease acquisition: the Lease's own ``acquireTime`` as watched,
+    and, for any the watch missed, the first successful Lease write of a new holder."""
+    found: list[tuple[str, datetime.datetime]] = []
+    for holder, at in rec.acquisitions():
+        owner = next((p.user for p in fleet.all if p.holds(holder)), f"unknown:{holder}")
+        found.append((owner, at))
+    previous = ""
+    for w in writes:
+        if _is_lease(w) and w.succeeded and w.user != previous:
+            if not any(u == w.user for u, _ in found):
+                found.append((w.user, w.time))
+            previous = w.user
+    return sorted(found, key=lambda x: x[1])
+
+
+def writes_after_takeover(
+    writes: Sequence[audit.Write], taken: Sequence[tuple[str, datetime.datetime]]
+) -> list[str]:
+    """Non-Lease writes whose process did not hold the most recent acquisition before them."""
+    bad = []
+    for w in writes:
+        if _is_lease(w):
+            continue
+        before = [u for u, at in taken if at <= w.time]
+        holder = before[-1] if before else ""
+        if holder != w.user:
+            bad.append(
+                f"{w.time.isoformat()} {w.user} {w.verb} {w.resource}/{w.subresource} "
+                f"{w.namespace}/{w.name} ({w.code}) while {holder or 'nobody'} held the Lease"
+            )
+    return bad
+
+
+def driver_replacements(rec: recorder_mod.Recorder, round_: lifecycle.Round) -> list[str]:
+    """Nodes whose driver pod was replaced more often than the round's kernel moves asked."""
+    moved = Counter(node for r in round_.records for node in r.moved)
+    bad = []
+    pods = rec.driver_pods(round_.name)
+    for node in round_.nodes:
+        seen = pods.get(node, [])
+        allowed = 1 + moved[node]
+        if not 1 <= len(seen) <= allowed:
+            bad.append(f"{node}: {len(seen)} driver pods (allowed {allowed}): {[s.uid for s in seen]}")
+    return bad
+
+
+def ds_pod_creations(writes: Sequence[audit.Write], round_: lifecycle.Round) -> int:
+    return len(
+        [
+            w
+            for w in writes
+            if w.user == DS_CONTROLLER and w.verb == "create" and w.resource == "pods"
+            and w.namespace == round_.name and w.succeeded
+        ]
+    )  # fmt: skip
+
+
+def events_of(cluster: cluster_mod.Cluster, name: str) -> list[dict[str, Any]]:
+    return srs.events(cluster, name)
+
+
+def repeated_events(events: Sequence[dict[str, Any]], round_: lifecycle.Round) -> list[str]:
+    """Events with the same reason and note posted twice within one phase."""
+    bad = []
+    for record in round_.records:
+        start, end = _utc(record.started - 1), _utc(record.ended + 1)
+        in_phase = Counter(
+            (e.get("reason", ""), e.get("note", ""))
+            for e in events
+            if start <= recorder_mod._aware(e.get("eventTime") or e["metadata"]["creationTimestamp"]) <= end
+        )
+        bad += [f"{record.phase}: {reason} {note!r} x{n}" for (reason, note), n in in_phase.items() if n > 1]
+    return bad
+
+
+def judge(
+    *,
+    cluster: cluster_mod.Cluster,
+    fleet: processes.Fleet,
+    rec: recorder_mod.Recorder,
+    rounds: Sequence[lifecycle.Round],
+    events: dict[str, list[dict[str, Any]]],
+    since: float,
+) -> Totals:
+    """Fails the test with every violation found; returns the totals for the report."""
+    everything = [w for w in audit.read(cluster.audit_log) if w.time >= _utc(since)]
+    mine = sro_writes(everything, fleet)
+    taken = acquisitions(mine, fleet, rec)
+    problems: list[str] = []
+    problems += [f"write after takeover: {p}" for p in writes_after_takeover(mine, taken)]
+    unknown = [u for u, _ in taken if u.startswith("unknown:")]
+    problems += [f"Lease held by no process of this test: {u}" for u in unknown]
+    created = 0
+    for round_ in rounds:
+        problems += [f"round {round_.number}: {p}" for p in driver_replacements(rec, round_)]
+        n = ds_pod_creations(everything, round_)
+        created += n
+        allowed = len(round_.nodes) + sum(len(r.moved) for r in round_.records)
+        if n > allowed:
+            problems.append(f"round {round_.number}: {n} driver pods created, {allowed} intended")
+        problems += [
+            f"round {round_.number}: Event twice: {p}" for p in repeated_events(events[round_.name], round_)
+        ]
+    problems += [f"sro exited unasked: {e}" for e in fleet.unexpected_exits()]
+    totals = Totals(
+        sro_writes=len(mine),
+        by_verb=dict(Counter(w.verb for w in mine if not _is_lease(w))),
+        failed=sum(1 for w in mine if not w.succeeded),
+        lease_writes=sum(1 for w in mine if _is_lease(w)),
+        acquisitions=len(taken),
+        driver_pods_created=created,
+        events_posted=sum(1 for w in mine if w.resource == "events" and w.verb == "create" and w.succeeded),
+    )
+    assert not problems, "\n".join([totals.line(), *problems])
+    return totals
