@@ -6,16 +6,23 @@ driver prints tens of KiB before its ready line) and keeps, keyed by pod uid, wh
 ``readiness.condense`` keeps of it: the newest line matching the pod's pattern, else the
 last 4 KiB. A pod whose logs matched is not fetched again (the planner stops asking), so a
 ready line followed by any amount of output still counts; memory stays bounded.
+
+Fetches go out concurrently (at most ``limit`` at once: at 1,000 nodes a pass may ask for
+a thousand tails, and one after another they would hold the pass for as many round
+trips), and each tail is condensed off the event loop. The result says whether a fetched
+tail now matches: then a state may have completed, and the planner looks again at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import structlog
 
 from sro import errors
-from sro.engine import ports
+from sro.engine import ports, waves
 from sro.model import progress
 from sro.plan import readiness
 
@@ -27,15 +34,31 @@ FETCH_BYTES = 256 * 1024
 log = structlog.get_logger(__name__)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Fetched:
+    """What one round of fetches did to the store."""
+
+    changed: bool = False
+    """Some pod's kept tail differs from before."""
+    matched: bool = False
+    """Some pod's tails now all hold a line matching its pattern: its wait may be over.
+    (The planner asks only for pods not yet matched, so this never repeats for a pod.)"""
+
+
 async def fetch(
     writer: ports.Writer,
     requests: Iterable[progress.LogRequest],
     store: dict[str, Mapping[str, str]],
-) -> bool:
-    """Fetch each requested pod's container tails into ``store``; True if any changed."""
-    changed = False
-    for request in requests:
+    *,
+    limit: int = waves.DEFAULT_LIMIT,
+) -> Fetched:
+    """Fetch each requested pod's container tails into ``store``, ``limit`` at a time."""
+    changed = matched = False
+
+    async def one(request: progress.LogRequest) -> None:
+        nonlocal changed, matched
         tails: dict[str, str] = {}
+        found_all = bool(request.containers)
         for container in request.containers:
             try:
                 text = await writer.pod_log(
@@ -45,10 +68,17 @@ async def fetch(
                     tail_lines=TAIL_LINES,
                     limit_bytes=FETCH_BYTES,
                 )
-                tails[container] = readiness.condense(text, request.pattern)
             except errors.SroError as exc:
                 log.debug("log not fetched", pod=request.name, container=container, error=str(exc))
+                found_all = False
+                continue
+            kept, found = await asyncio.to_thread(readiness.condense_match, text, request.pattern)
+            tails[container] = kept
+            found_all = found_all and found
+        matched = matched or found_all
         if tails and store.get(request.uid) != tails:
             store[request.uid] = tails
             changed = True
-    return changed
+
+    await waves.bounded(requests, one, limit=limit)
+    return Fetched(changed=changed, matched=matched)

@@ -218,14 +218,16 @@ class Engine:
             nodes=all_nodes,
             limit=self._settings.write_concurrency,
         )
-        fetched = await pod_logs.fetch(self._writer, planned.logs_needed, memory.logs)
+        fetched = await pod_logs.fetch(
+            self._writer, planned.logs_needed, memory.logs, limit=self._settings.write_concurrency
+        )
         failures.extend((*applied.failures, *deleted.failures))
         failures.extend(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures)
 
         # finish
         done = finish.finish(
             planned,
-            finish.Outcomes(failures=tuple(failures), logs_fetched=fetched),
+            finish.Outcomes(failures=tuple(failures), logs_matched=fetched.matched),
             previous=previous,
             peers=peers,
             transient=memory.transient,

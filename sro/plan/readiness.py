@@ -111,12 +111,17 @@ def condense(text: str, pattern: str) -> str:
     """What to keep of a fetched log tail: the newest line matching ``pattern`` if any
     (so a ready line followed by more output still counts on later passes), else the
     last ``LOG_KEEP_BYTES``. Memory stays bounded however long the log."""
+    return condense_match(text, pattern)[0]
+
+
+def condense_match(text: str, pattern: str) -> tuple[str, bool]:
+    """``condense``, and whether what it kept is a matching line."""
     try:
         compiled = logpattern.compile_pattern(pattern)
     except logpattern.PatternInvalid:
-        return text[-LOG_KEEP_BYTES:]
+        return text[-LOG_KEEP_BYTES:], False
     found = compiled.matching_line(text)
-    return found if found is not None else text[-LOG_KEEP_BYTES:]
+    return (found, True) if found is not None else (text[-LOG_KEEP_BYTES:], False)
 
 
 def logs_verdict(
