@@ -148,13 +148,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    """A problem as one line, whatever its message quotes (a value may hold line breaks)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a file name that is not UTF-8 prints escaped
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     handler = {"version": _version, "lint": _lint, "render": _render, "run": _run}[args.command]
     try:
         return handler(args)
     except errors.SroError as exc:
-        print(f"sro {args.command}: {exc}", file=sys.stderr)
+        print(f"sro {args.command}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -240,9 +248,9 @@ def _lint(args: argparse.Namespace) -> int:
         failures.extend(report.errors)
         warnings.extend(report.warnings)
     for warning in warnings:
-        _print_warning(warning, sys.stdout)
+        _print_warning(_one_line(warning), sys.stdout)
     for error in failures:
-        print(str(error), file=sys.stdout)
+        print(_one_line(str(error)), file=sys.stdout)
     return 1 if failures else 0
 
 
@@ -277,7 +285,7 @@ def _render(args: argparse.Namespace) -> int:
         result = pipeline.render_desired(sr, recipe, nodes, env=env)
     sys.stdout.write(printing.format_desired(result, recipe=recipe))
     for warning in result.warnings:
-        _print_warning(warning, sys.stderr)
+        _print_warning(_one_line(warning), sys.stderr)
     return 0
 
 

@@ -82,7 +82,8 @@ def load_all(text: str, *, file: str) -> list[Any]:
             f"invalid YAML: {problem}", location=errors.Location(file=file, line=line)
         ) from None
     except yaml.YAMLError as exc:
-        raise InventoryInvalid(f"invalid YAML: {exc}", location=errors.Location(file=file)) from None
+        one_line = " ".join(str(exc).split())  # PyYAML's own text spans lines
+        raise InventoryInvalid(f"invalid YAML: {one_line}", location=errors.Location(file=file)) from None
     except RecursionError:
         raise InventoryInvalid(
             "invalid YAML: nested too deeply", location=errors.Location(file=file)

@@ -83,8 +83,11 @@ def render_one(
             location=doc.location,
         ) from None
     except yaml.YAMLError as exc:
+        message, line = yamlstrict.explain(exc, rendered.text)
         raise errors.RecipeInvalid(
-            f"{where}: rendered YAML is invalid: {exc}", location=doc.location
+            f"{where}: rendered YAML is invalid at rendered line {line}: "
+            f"{message.removeprefix('invalid YAML: ')}",
+            location=doc.location,
         ) from None
     if body is None:
         return None

@@ -277,8 +277,9 @@ def load(text: str, *, file: str, line_offset: int = 0) -> Any:
             describe(exc), location=errors.Location(file=file, line=line_offset + error_line(exc))
         ) from None
     except yaml.YAMLError as exc:
+        message, line = explain(exc, text)
         raise errors.RecipeInvalid(
-            f"invalid YAML: {exc}", location=errors.Location(file=file, line=line_offset + 1)
+            message, location=errors.Location(file=file, line=line_offset + line)
         ) from None
 
 
@@ -292,3 +293,16 @@ def describe(exc: yaml.MarkedYAMLError) -> str:
     """The cause of a YAML error without PyYAML's multi-line position dump."""
     parts = [p for p in (exc.context, exc.problem) if p]
     return "invalid YAML: " + ", ".join(parts) if parts else "invalid YAML"
+
+
+def explain(exc: yaml.YAMLError, text: str) -> tuple[str, int]:
+    """One line saying what is wrong with ``text`` and the 1-based line it is on, for any
+    YAML error (PyYAML's own text spans lines: a position dump, a reader's "in <string>")."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        return describe(exc), error_line(exc)
+    if isinstance(exc, yaml.reader.ReaderError):
+        char = exc.character
+        code = ord(char) if isinstance(char, str) else int(char)
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        return f"invalid YAML: unacceptable character #x{code:04x}: {exc.reason}", line
+    return "invalid YAML: " + " ".join(str(exc).split()), 1

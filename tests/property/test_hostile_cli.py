@@ -1,0 +1,93 @@
+"""``sro lint`` and ``sro render``, as child processes, on hostile recipes and values.
+
+Whatever a recipe directory or a SpecialResource holds, each command ends by itself,
+exits 0 (fine) or 1 (something invalid), never prints a traceback, says every problem
+as one ``file:line: message`` line (or one ``sro <command>: ...`` line), and stays within
+a bounded wall time and peak memory (measured by ``os.wait4`` on the child).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hostile_recipes import INVENTORY, REPO, Case, Ran, cases, run_sro
+from hypothesis import HealthCheck, given, settings
+
+pytestmark = pytest.mark.unit
+
+SECONDS_MAX = 15.0
+RSS_MAX_MIB = 400.0
+EXAMPLES = 12
+NAME = "hostile"
+SUITE = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _bounded(ran: Ran, what: str) -> None:
+    assert ran.signal is None, f"{what}: ended by signal {ran.signal}"
+    assert ran.exit_code in (0, 1), f"{what}: exit {ran.exit_code}\n{ran.stderr[-2000:]}"
+    assert "Traceback" not in ran.stdout + ran.stderr, f"{what}: traceback\n{ran.stderr[-4000:]}"
+    assert ran.seconds < SECONDS_MAX, f"{what}: took {ran.seconds:.1f}s"
+    assert ran.peak_rss_mib < RSS_MAX_MIB, f"{what}: peak RSS {ran.peak_rss_mib:.0f} MiB"
+
+
+def _one_line_error(stderr: str, command: str) -> None:
+    lines = stderr.split("\n")[:-1]
+    assert len(lines) <= 1, f"sro {command} printed {len(lines)} lines on stderr:\n{stderr[:2000]}"
+    assert all(line.startswith(f"sro {command}: ") for line in lines), stderr[:2000]
+
+
+def check_lint(ran: Ran, *, inputs: tuple[Path, ...]) -> None:
+    _bounded(ran, "sro lint")
+    prefixes = tuple(str(p) for p in inputs)
+    for line in ran.stdout.split("\n")[:-1]:
+        assert line.startswith(prefixes), f"not a file:line: message line: {line[:300]!r}"
+        assert ": " in line, line[:300]
+    _one_line_error(ran.stderr, "lint")
+    if ran.exit_code == 1:
+        assert ran.stdout.strip() or ran.stderr.strip(), "exit 1 without saying why"
+
+
+def check_render(ran: Ran, *, recipe: Path) -> None:
+    _bounded(ran, "sro render")
+    if ran.exit_code == 1:
+        _one_line_error(ran.stderr, "render")
+        assert ran.stderr.strip(), "exit 1 without saying why"
+    else:
+        assert ran.stdout.startswith("# sro render:"), ran.stdout[:300]
+        for line in ran.stderr.split("\n")[:-1]:
+            assert ": warning: " in line, f"not a warning line: {line[:300]!r}"
+
+
+def _lint_and_render(case: Case) -> None:
+    with tempfile.TemporaryDirectory(prefix="sro-hostile-") as tmp:
+        recipe, sr = case.write(Path(tmp), NAME)
+        check_lint(run_sro("lint", str(recipe), str(sr)), inputs=(recipe, sr))
+        rendered = run_sro("render", "--recipe", str(recipe), "--sr", str(sr), "--nodes", str(INVENTORY))
+        check_render(rendered, recipe=recipe)
+
+
+@pytest.mark.timeout(150)
+@SUITE
+@given(case=cases())
+def test_lint_and_render_of_a_hostile_recipe_end_cleanly(case: Case) -> None:
+    _lint_and_render(case)
+
+
+BROKEN = sorted(p for p in (REPO / "tests" / "recipes" / "broken").iterdir() if p.is_dir())
+
+
+@pytest.mark.timeout(60)
+def test_linting_every_broken_recipe_never_prints_a_traceback() -> None:
+    ran = run_sro("lint", *(str(p) for p in BROKEN))
+    check_lint(ran, inputs=tuple(BROKEN))
+    assert ran.exit_code == 1
+    assert {line.split("/")[0] for line in ran.stdout.splitlines()} == {""}  # absolute paths
+    for case in BROKEN:
+        assert str(case) in ran.stdout, f"{case.name}: no problem reported"
