@@ -150,9 +150,7 @@ class Proxy:
         peer = down_w.get_extra_info("peercert") or {}
         cn = next((v for rdn in peer.get("subject", ()) for k, v in rdn if k == "commonName"), "")
         try:
-            up_r, up_w = await asyncio.open_connection(
-                *self.upstream, ssl=self.client_ssl(cn), server_hostname=self.upstream[0]
-            )
+            up_r, up_w = await self.connect(cn)
         except (OSError, ssl.SSLError):
             self.stats["upstream_refused"] += 1
             _abort(down_w)
@@ -164,6 +162,11 @@ class Proxy:
             await conn.run()
         finally:
             self.conns.discard(conn)
+
+    async def connect(self, cn: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(
+            *self.upstream, ssl=self.client_ssl(cn), server_hostname=self.upstream[0]
+        )
 
     def reset_all(self) -> int:
         conns = list(self.conns)
@@ -192,6 +195,8 @@ class Conn:
         self.black_hole = False
         self.stalled_until = 0.0
         self.lose_answer = False
+        self.holding = False  # a request is held: the upstream may die and be replaced meanwhile
+        self.upstream_back = asyncio.Event()
         self.done = asyncio.Event()
         self.to_up: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
         self.to_down: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
@@ -211,8 +216,8 @@ class Conn:
         tasks = [
             asyncio.create_task(self.read_requests()),
             asyncio.create_task(self.read_answers()),
-            asyncio.create_task(self.send(self.to_up, self.up_w, upstream=True)),
-            asyncio.create_task(self.send(self.to_down, self.down_w, upstream=False)),
+            asyncio.create_task(self.send(self.to_up, upstream=True)),
+            asyncio.create_task(self.send(self.to_down, upstream=False)),
         ]
         await self.done.wait()
         for task in tasks:
@@ -280,7 +285,17 @@ class Conn:
         if request.method == "GET" and "continue" in request.query and faults.hold_continue:
             proxy.stats["continue_held"] += 1
             proxy.released.clear()
+            self.holding = True
             await proxy.released.wait()
+            if self.up_r.at_eof():  # the API server went away meanwhile: the request goes to its successor
+                try:
+                    self.up_r, self.up_w = await proxy.connect(self.user)
+                except (OSError, ssl.SSLError):
+                    self.reset("upstream_refused")
+                    return False
+                proxy.stats["reconnected_after_hold"] += 1
+            self.holding = False
+            self.upstream_back.set()
         if faults.reset_rate and proxy.random.random() < faults.reset_rate:
             if proxy.random.random() < 0.5:
                 self.reset("reset_before")
@@ -293,6 +308,10 @@ class Conn:
         try:
             while True:
                 data = await self.up_r.read(CHUNK)
+                if not data and self.holding:
+                    self.upstream_back.clear()
+                    await self.upstream_back.wait()
+                    continue
                 if not data:
                     break
                 if self.lose_answer:
@@ -314,9 +333,7 @@ class Conn:
         if data:
             queue.put_nowait((time.monotonic() + self.proxy.faults.latency + extra, data))
 
-    async def send(
-        self, queue: asyncio.Queue[tuple[float, bytes]], writer: asyncio.StreamWriter, *, upstream: bool
-    ) -> None:
+    async def send(self, queue: asyncio.Queue[tuple[float, bytes]], *, upstream: bool) -> None:
         try:
             while True:
                 due, data = await queue.get()
@@ -327,6 +344,7 @@ class Conn:
                     await asyncio.sleep(wait)
                 if self.black_hole:
                     continue
+                writer = self.up_w if upstream else self.down_w
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError, ssl.SSLError):

@@ -161,6 +161,12 @@ class Rig:
         return lines
 
 
+def release_lease(cluster: cluster_mod.Cluster) -> None:
+    """Deletes the operator's Lease, which a killed process of an earlier test may still hold:
+    the next test's replicas need not wait it out."""
+    cluster.kubectl("delete", "lease", "sro-leader", "-n", processes.OPERATOR_NAMESPACE, "--ignore-not-found")
+
+
 @pytest.fixture
 def rig(fault_cluster: cluster_mod.Cluster, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
     seed = SEED_BASE + sum(map(ord, request.node.name))
@@ -181,12 +187,14 @@ def rig(fault_cluster: cluster_mod.Cluster, request: pytest.FixtureRequest, tmp_
         cluster=fault_cluster, work=tmp_path, seed=seed, rng=random.Random(seed), recorder=rec,
         nodes=tuple(names), kernels=kernels, selector={"fault.sro.dev/group": group},
     )  # fmt: skip
+    release_lease(fault_cluster)
     started = time.monotonic()
     try:
         yield handle
     finally:
         if handle.fleet is not None:
             handle.fleet.stop_all()
+        release_lease(fault_cluster)
         if handle.proxy is not None:
             handle.proxy.stop()
         rec.stop()

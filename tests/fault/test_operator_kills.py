@@ -53,4 +53,5 @@ async def test_sro_killed_in_every_phase_and_restarted_loses_nothing(rig: Rig) -
     REPORT.append("  " + totals.line())
     killed = [e for e in fleet.exits if e.asked and e.code == -9]
     assert len(killed) == counts["sro SIGKILL"] == 3 * ROUNDS
-    assert totals.acquisitions >= 1 + len(killed), "each kill handed the Lease to a new process"
+    # Each kill hands the Lease on to a new process (the last one may find nothing left to do).
+    assert totals.acquisitions >= len(killed)

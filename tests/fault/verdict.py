@@ -160,7 +160,7 @@ def judge(
     """Fails the test with every violation found; returns the totals for the report."""
     everything = [w for w in audit.read(cluster.audit_log) if w.time >= _utc(since)]
     mine = sro_writes(everything, fleet)
-    taken = acquisitions(mine, fleet, rec)
+    taken = [(u, at) for u, at in acquisitions(mine, fleet, rec) if at >= _utc(since)]
     problems: list[str] = []
     problems += [f"write after takeover: {p}" for p in writes_after_takeover(mine, taken)]
     unknown = [u for u, _ in taken if u.startswith("unknown:")]
