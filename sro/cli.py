@@ -203,9 +203,8 @@ def _lint(args: argparse.Namespace) -> int:
             srs.extend(found)
             failures.extend(problems)
         else:
-            failures.append(
-                errors.RecipeError("no such file or directory", location=errors.Location(file=raw))
-            )
+            why = "neither a directory nor a regular file" if path.exists() else "no such file or directory"
+            failures.append(errors.RecipeError(why, location=errors.Location(file=raw)))
     policy = policy_file.load(args.recipe_policy)
     linted = {d.name for d in recipe_dirs}
     for directory in recipe_dirs:
@@ -273,7 +272,8 @@ def _render(args: argparse.Namespace) -> int:
     if args.live:
         result = _render_live(sr, recipe, operator=operator, proxy=proxy, policy=policy)
     else:
-        nodes = inventory.load(args.nodes.read_text(encoding="utf-8"), file=str(args.nodes))
+        text = recipe_.read_text(args.nodes, shown=str(args.nodes))
+        nodes = inventory.load(text, file=str(args.nodes))
         env = pipeline.Environment(
             cluster_version=args.cluster_version,
             operator=operator,

@@ -128,7 +128,11 @@ def read_specialresources(path: Path) -> tuple[list[srmodel.SpecialResource], li
     """Every SpecialResource in a YAML file, and a problem per invalid one (with its line)."""
     found: list[srmodel.SpecialResource] = []
     problems: list[RecipeError] = []
-    for doc in recipe_.split_documents(path.read_text(encoding="utf-8"), file=str(path)):
+    try:
+        text = recipe_.read_text(path, shown=str(path))
+    except RecipeError as exc:
+        return found, [exc]
+    for doc in recipe_.split_documents(text, file=str(path)):
         try:
             body = yamlstrict.load(doc.text, file=str(path), line_offset=doc.location.line - 1)
             if isinstance(body, dict) and body.get("kind") not in (None, srmodel.KIND):

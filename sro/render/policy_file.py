@@ -24,7 +24,10 @@ def load(path: str | Path | None) -> recipe_policy.RecipePolicy:
         return recipe_policy.DEFAULT
     source = str(path)
     try:
-        raw = Path(path).read_bytes()[: MAX_BYTES + 1]
+        if not Path(path).is_file():  # a device or a pipe would never end
+            raise OSError("not a regular file")
+        with Path(path).open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
     except OSError as exc:
         raise errors.RecipeInvalid(
             f"cannot read the recipe policy: {exc.strerror or exc}", location=errors.Location(file=source)

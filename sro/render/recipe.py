@@ -89,8 +89,9 @@ MAX_FILES = 1000
 """Most files a recipe directory may hold (states times files)."""
 
 
-def _read(path: Path, *, shown: str) -> str:
-    """A recipe file's text; what cannot be read as such is ``RecipeInvalid`` naming it."""
+def read_text(path: Path, *, shown: str) -> str:
+    """A recipe file's (or any input file's) text; what cannot be read as such (not a
+    regular file, unreadable, over MAX_FILE_BYTES, not UTF-8) is ``RecipeInvalid`` naming it."""
     where = errors.Location(file=shown)
     try:
         if not path.is_file():
@@ -127,23 +128,29 @@ def files_from_directory(path: Path, *, display: str | None = None) -> dict[str,
             location=errors.Location(file=f"{shown}/{RECIPE_FILE}"),
         )
     files: dict[str, str] = {}
+
+    def add(relative: str, entry: Path) -> None:
+        where = f"{shown}/{relative}"
+        if len(files) >= MAX_FILES:
+            raise errors.RecipeInvalid(f"more than {MAX_FILES} files", location=errors.Location(file=shown))
+        try:
+            relative.encode("utf-8")
+        except UnicodeEncodeError:
+            raise errors.RecipeInvalid(
+                "the file name is not UTF-8 text", location=errors.Location(file=where)
+            ) from None
+        files[relative] = read_text(entry, shown=where) if not relative.endswith("/") else ""
+
     try:
-        entries = sorted(path.iterdir())
-        for entry in entries:
-            if entry.is_dir():
-                children = sorted(entry.iterdir())
-                if len(files) + len(children) > MAX_FILES:
-                    raise errors.RecipeInvalid(
-                        f"more than {MAX_FILES} files", location=errors.Location(file=shown)
-                    )
-                for child in children:
-                    files[f"{entry.name}/{child.name}"] = _read(
-                        child, shown=f"{shown}/{entry.name}/{child.name}"
-                    )
-                if not children:
-                    files[f"{entry.name}/"] = ""  # an empty directory, so the state check can name it
-            else:
-                files[entry.name] = _read(entry, shown=f"{shown}/{entry.name}")
+        for entry in sorted(path.iterdir()):
+            if not entry.is_dir():
+                add(entry.name, entry)
+                continue
+            children = sorted(entry.iterdir())
+            for child in children:
+                add(f"{entry.name}/{child.name}", child)
+            if not children:
+                add(f"{entry.name}/", entry)  # an empty directory, so the state check can name it
     except OSError as exc:
         raise errors.RecipeInvalid(
             f"cannot be listed: {exc.strerror or exc}", location=errors.Location(file=shown)

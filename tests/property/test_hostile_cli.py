@@ -8,6 +8,7 @@ a bounded wall time and peak memory (measured by ``os.wait4`` on the child).
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -91,3 +92,59 @@ def test_linting_every_broken_recipe_never_prints_a_traceback() -> None:
     assert {line.split("/")[0] for line in ran.stdout.splitlines()} == {""}  # absolute paths
     for case in BROKEN:
         assert str(case) in ran.stdout, f"{case.name}: no problem reported"
+
+
+def _odd_inputs(root: Path) -> tuple[list[Path], Path]:
+    """Recipe directories and SpecialResource files no editor would make on purpose."""
+    odd = root / "odd"
+    (odd / "s0").mkdir(parents=True)
+    (odd / "recipe.yaml").write_text("states:\n  - name: s0\n")
+    (odd / "s0" / "a.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: b}\n")
+    (odd / "s0" / "sub.yaml").mkdir()
+    os.mkfifo(odd / "s0" / "fifo.yaml")
+    (odd / "s0" / "zero.yaml").symlink_to("/dev/zero")
+    (odd / "s0" / "loop.yaml").symlink_to("loop.yaml")
+    names = root / "names"
+    (names / "s0").mkdir(parents=True)
+    (names / "recipe.yaml").write_text("states:\n  - name: s0\n")
+    os.mkdir(os.fsencode(names) + b"/\xff\xfe")
+    (names / "s0" / "new\nline.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ x }}\n"
+    )
+    dir_as_file = root / "dir-as-file"
+    (dir_as_file / "recipe.yaml").mkdir(parents=True)
+    device = root / "device"
+    device.mkdir()
+    (device / "recipe.yaml").symlink_to("/dev/zero")
+    not_utf8 = root / "not-utf8.sr.yaml"
+    not_utf8.write_bytes(b"apiVersion: sro.dev/v1alpha1\nkind: SpecialResource\nmetadata: {name: \xff}\n")
+    deep = root / "deep.sr.yaml"
+    deep.write_text(
+        '{"kind": "SpecialResource", "metadata": {"name": "x"}, "spec": {"set": '
+        + "[" * 5000
+        + "]" * 5000
+        + "}}"
+    )
+    pipe = root / "pipe.sr.yaml"
+    os.mkfifo(pipe)
+    return [odd, names, dir_as_file, device], not_utf8.parent
+
+
+@pytest.mark.timeout(60)
+def test_linting_odd_files_says_what_is_wrong_in_one_line_each() -> None:
+    with tempfile.TemporaryDirectory(prefix="sro-odd-") as tmp:
+        root = Path(tmp)
+        recipes, _ = _odd_inputs(root)
+        files = sorted(root.glob("*.sr.yaml"))
+        ran = run_sro("lint", *(str(p) for p in recipes), *(str(p) for p in files))
+        check_lint(ran, inputs=(root,))
+        assert ran.exit_code == 1
+        for path in [*recipes, *files]:
+            assert f"{path}" in ran.stdout, f"{path.name}: nothing said"
+        assert "not UTF-8 text (byte 0xff)" in ran.stdout
+        assert "nested deeper than" in ran.stdout
+        rendered = run_sro(
+            "render", "--recipe", str(recipes[0]), "--sr", str(files[0]), "--nodes", "/dev/zero"
+        )
+        _bounded(rendered, "sro render")
+        _one_line_error(rendered.stderr, "render")
