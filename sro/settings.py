@@ -22,6 +22,8 @@ class ApiSettings:
     retry_initial: float = 0.2
     """First retry delay; doubled with jitter up to ``retry_cap``."""
     retry_cap: float = 10.0
+    retry_after_cap: float = 60.0
+    """Longest Retry-After honoured (429, 503): at least that long is waited before a retry."""
     pool_size: int = 100
     """Connections in the pool: every watch holds one for its whole life."""
 

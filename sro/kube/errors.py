@@ -40,6 +40,17 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
+def retry_delay(exc: BaseException | None, *, backoff: float, cap: float) -> float:
+    """How long to wait before retrying after ``exc``: the caller's ``backoff``, but never
+    less than the server's Retry-After (a 429 from API Priority and Fairness, a 503 from
+    an overloaded or starting server), which is bounded by ``cap`` so a wrong header
+    cannot park the operator for hours."""
+    after = exc.retry_after if isinstance(exc, errors.ApiError) else None
+    if after is None:
+        return backoff
+    return max(backoff, min(after, cap))
+
+
 # The API server's words for a 500 that is the request's fault, not the server's.
 _UNTYPED_PATCH = "failed to create typed patch object"
 

@@ -3,9 +3,13 @@
 No generated models on the hot path: bodies are dicts. Every request has a connect
 and a read timeout; every stream a read timeout (``sock_read``), because a
 half-open TCP connection otherwise hangs forever. Transient failures (no answer,
-429 with its Retry-After, 5xx) are retried with jittered exponential backoff;
-semantic 4xx answers (404, 409, 422...) are raised at once as typed errors, since
-only the caller knows what to do about them (a 409 is retried from fresh state).
+429, 5xx) are retried with jittered exponential backoff, and never sooner than the
+server's Retry-After (bounded by ``ApiSettings.retry_after_cap``); semantic 4xx
+answers (404, 409, 422...) are raised at once as typed errors, since only the caller
+knows what to do about them (a 409 is retried from fresh state). A 429 is retried even
+for a request that is otherwise sent once (a POST): the server refused it before doing
+anything, so sending it again cannot do it twice. Watches are not retried here; the
+reflector honours a watch's Retry-After through ``retry_delay``.
 """
 
 from __future__ import annotations
@@ -45,14 +49,24 @@ _ERROR_BODY_LIMIT = 64 * 1024
 class ApiMetrics(Protocol):
     def api_request(self, *, verb: str, resource: str, code: str) -> None: ...
 
+    def api_throttled(self, *, resource: str, code: str, seconds: float) -> None: ...
+
 
 class _NoMetrics:
     def api_request(self, *, verb: str, resource: str, code: str) -> None:
         return None
 
+    def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
+        return None
+
 
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, errors.TransportError | errors.TooManyRequests | errors.ServerError)
+
+
+def _refused_unseen(exc: BaseException) -> bool:
+    """An answer that proves the request was not carried out: safe to send again."""
+    return isinstance(exc, errors.TooManyRequests)
 
 
 class Api:
@@ -95,14 +109,22 @@ class Api:
             headers["Authorization"] = token
         return headers
 
+    def retry_delay(self, exc: BaseException | None, *, backoff: float) -> float:
+        """``backoff``, or the server's Retry-After if longer (bounded): the one rule for
+        every retry of a request or a watch."""
+        return kerrors.retry_delay(exc, backoff=backoff, cap=self.settings.retry_after_cap)
+
+    def throttled(self, exc: BaseException, *, resource: str, delay: float) -> None:
+        """Count and say a wait the server asked for (429, or 503 with Retry-After)."""
+        if isinstance(exc, errors.ApiError) and exc.retry_after is not None:
+            self.metrics.api_throttled(resource=resource, code=str(exc.code), seconds=delay)
+
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, errors.ApiError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.settings.retry_cap * 3)
         backoff = tenacity.wait_random_exponential(
             multiplier=self.settings.retry_initial, max=self.settings.retry_cap
         )
-        return float(backoff(state))
+        return self.retry_delay(exc, backoff=float(backoff(state)))
 
     async def request(
         self,
@@ -118,14 +140,17 @@ class Api:
         """Send one request and return the JSON answer; typed errors for error answers.
 
         Transient failures are retried unless ``retry`` is false (a POST whose answer was
-        lost may have been carried out: retrying it would do it twice).
+        lost may have been carried out: retrying it would do it twice); a 429 is retried
+        either way, after the server's Retry-After.
         """
         answer = await self._retrying(
             lambda: self._once(
                 method, path, params=params, body=body, content_type=content_type, resource=resource
             ),
             what=f"{method} {path}",
-            attempts=self.settings.retries if retry else 1,
+            resource=resource,
+            attempts=self.settings.retries,
+            retry_on=_retryable if retry else _refused_unseen,
         )
         if not answer:
             return {}
@@ -140,23 +165,43 @@ class Api:
         answer = await self._retrying(
             lambda: self._once("GET", path, params=params, body=None, content_type=None, resource=resource),
             what=f"GET {path}",
+            resource=resource,
             attempts=self.settings.retries,
+            retry_on=_retryable,
         )
         return answer.decode("utf-8", "replace")
 
-    async def _retrying(self, send: Callable[[], Awaitable[bytes]], *, what: str, attempts: int) -> bytes:
-        """``send()``, retried on transient failures with jittered backoff (or Retry-After)."""
+    async def _retrying(
+        self,
+        send: Callable[[], Awaitable[bytes]],
+        *,
+        what: str,
+        resource: str,
+        attempts: int,
+        retry_on: Callable[[BaseException], bool],
+    ) -> bytes:
+        """``send()``, retried on what ``retry_on`` accepts, with jittered backoff or the
+        server's Retry-After, whichever is longer."""
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            delay = state.upcoming_sleep
+            if exc is not None:
+                self.throttled(exc, resource=resource, delay=delay)
+            log.info(
+                "retrying request",
+                request=what,
+                attempt=state.attempt_number,
+                delay=round(delay, 2),
+                error=str(exc) if exc else "",
+            )
+
         retrying = tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(attempts),
             wait=self._wait,
-            retry=tenacity.retry_if_exception(_retryable),
+            retry=tenacity.retry_if_exception(retry_on),
             reraise=True,
-            before_sleep=lambda s: log.info(
-                "retrying request",
-                request=what,
-                attempt=s.attempt_number,
-                error=str(s.outcome.exception()) if s.outcome else "",
-            ),
+            before_sleep=before_sleep,
         )
         async for attempt in retrying:
             with attempt:

@@ -50,6 +50,15 @@ class Metrics:
         self.api_requests = Counter(
             "sro_api_requests", "Requests to the API server", ["verb", "resource", "code"], registry=r
         )
+        self.api_throttled_total = Counter(
+            "sro_api_throttled",
+            "Retries the API server asked to delay (429, or 503 with Retry-After), requests and watches",
+            ["resource", "code"],
+            registry=r,
+        )
+        self.api_throttled_seconds = Counter(
+            "sro_api_throttled_seconds", "Seconds waited before those retries", ["resource"], registry=r
+        )
         self.cache_objects = Gauge("sro_cache_objects", "Objects held per cache", ["resource"], registry=r)
         self.leader = Gauge("sro_leader", "1 while this process holds the lease", registry=r)
         self.active_workers = Gauge("sro_active_workers", "Reconciles running now", registry=r)
@@ -99,6 +108,10 @@ class Metrics:
 
     def api_request(self, *, verb: str, resource: str, code: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource, code=code).inc()
+
+    def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
+        self.api_throttled_total.labels(resource=resource, code=code).inc()
+        self.api_throttled_seconds.labels(resource=resource).inc(seconds)
 
     # -- sro.watch.reflector.WatchMetrics ------------------------------------------
 

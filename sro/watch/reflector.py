@@ -14,7 +14,8 @@ The resumption rules are client-go's (``controller-semantics.md``):
   whose watches keep expiring is not listed in a tight loop.
 * A list is read page by page (``limit``/``continue``); each page is projected into the
   store's views as it arrives (``Store.relist``) and the store changes at once at the end.
-* Failures back off 0.8 s -> 30 s with jitter, reset after 2 healthy minutes. A stream
+* Failures back off 0.8 s -> 30 s with jitter, reset after 2 healthy minutes, and
+  never retry sooner than a 429's or 503's Retry-After (``Api.retry_delay``). A stream
   silent (no event, no bookmark) past the inactivity timeout is dead: reconnect. A
   watch that ends at once without any event is an error, not a normal close.
 
@@ -138,7 +139,8 @@ class Reflector(Generic[V]):
             except (errors.SroError, events.MalformedEvent, _Inactive, _VeryShort) as exc:
                 reason = "inactive" if isinstance(exc, _Inactive) else "error"
                 self._restarted(reason)
-                delay = self._backoff.next()
+                delay = self._api.retry_delay(exc, backoff=self._backoff.next())
+                self._api.throttled(exc, resource=self.resource.plural, delay=delay)
                 self._log.warning(
                     "watch failed: retrying", reason=reason, error=str(exc), delay=round(delay, 2)
                 )
