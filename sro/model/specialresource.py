@@ -187,6 +187,8 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
         set_values = {}
     elif _depth(set_values) > MAX_DEPTH:
         raise p.error(f"spec.set is nested deeper than {MAX_DEPTH} levels")
+    elif problem := key_problem(set_values, at="spec.set"):
+        p.add(problem)
 
     deps = _dependencies(spec.get("dependencies"), name, p)
     state_text = str(spec.get("managementState") or ManagementState.MANAGED.value)
@@ -229,6 +231,25 @@ def _depth(value: Any, level: int = 0) -> int:
     if isinstance(value, list | tuple):
         return max((_depth(v, level + 1) for v in value), default=level + 1)
     return level
+
+
+def key_problem(value: Any, *, at: str) -> str | None:
+    """The first mapping key in ``value`` that is not a string, said with its path, or None.
+
+    Values travel as JSON (the API server stores nothing else), whose keys are strings; a
+    YAML file may write ``1:`` or ``null:``, which no template can sort or look up alike.
+    """
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{at}: key {key!r} must be a string (quote it)"
+            if found := key_problem(item, at=f"{at}.{key}"):
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if found := key_problem(item, at=f"{at}[{index}]"):
+                return found
+    return None
 
 
 def _node_selector(value: Any, p: _Problems) -> Mapping[str, str] | None:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from sro import errors
-from sro.model import crd_limits, names
+from sro.model import crd_limits, names, specialresource
 from sro.render import problems as problems_
 from sro.render import yamlstrict
 
@@ -71,6 +71,9 @@ class Header:
         defaults = data.get("defaults") or {}
         if not isinstance(defaults, Mapping):
             problems.add(errors.RecipeInvalid("defaults must be a mapping", location=at("defaults")))
+            defaults = {}
+        elif problem := specialresource.key_problem(defaults, at="defaults"):
+            problems.add(errors.RecipeInvalid(problem, location=at("defaults")))
             defaults = {}
         states = _states(data.get("states"), text=text, file=file, location=at("states"), problems=problems)
         return cls(
