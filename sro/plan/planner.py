@@ -49,7 +49,7 @@ valid label key, raises ``sro.errors.RecipeInvalid`` (render validates these fir
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -64,6 +64,12 @@ from sro.status.body import StatusBody
 
 # Log tails do not come with watch events: poll while a state waits for them.
 LOG_POLL = timedelta(seconds=10)
+"""Longest wait between two fetches of a pod's log tail while it has not matched."""
+LOG_POLL_MIN = timedelta(seconds=1)
+"""Shortest: a container that just started often prints its ready line within seconds,
+so a young pod is looked at often (every quarter of its age, at least this far apart),
+an old one every ``LOG_POLL``: few fetches, and no state left waiting ten seconds for a
+line printed right after the first look."""
 RECIPE_RECHECK = 30.0
 """Seconds before a SpecialResource whose pass was refused (a recipe error, a namespace in
 use, a permanent write failure), or whose recipe comes from a drop-in directory, looks
@@ -132,6 +138,24 @@ def _seconds(delays: list[timedelta]) -> float | None:
     return min(delays).total_seconds() if delays else None
 
 
+def log_poll(
+    needed: Sequence[progress.LogRequest], pods: Sequence[views.PodView], *, now: datetime
+) -> timedelta | None:
+    """When to fetch log tails again: a quarter of the youngest waiting pod's age, between
+    ``LOG_POLL_MIN`` and ``LOG_POLL`` (a pod of unknown age waits the longest)."""
+    if not needed:
+        return None
+    created = {p.uid: p.created for p in pods}
+    youngest = LOG_POLL * 4
+    for request in needed:
+        try:
+            age = now - datetime.fromisoformat(created.get(request.uid, "").replace("Z", "+00:00"))
+        except (ValueError, TypeError):  # no creation time, or one without a zone
+            continue
+        youngest = min(youngest, max(age, timedelta(0)))
+    return min(LOG_POLL, max(LOG_POLL_MIN, youngest / 4))
+
+
 def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetime) -> Plan:
     """Plan one reconcile of a managed SpecialResource; see the module docstring."""
     walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen))
@@ -149,7 +173,7 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
     held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
     delays = [
         d
-        for d in (retry.wake_in, LOG_POLL if walked.logs_needed else None, CATCH_UP if held else None)
+        for d in (retry.wake_in, log_poll(walked.logs_needed, seen.pods, now=now), CATCH_UP if held else None)
         if d is not None
     ]
     if seen.recipe_source == "directory":

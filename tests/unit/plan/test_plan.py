@@ -9,6 +9,7 @@ reconciles; readiness and walking details have their own tests.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -184,6 +185,18 @@ def test_wait_for_logs_gates_the_state_and_asks_for_the_logs_it_needs() -> None:
     matched = planner.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod], logs=logs), now=T0)
     assert matched.logs_needed == () and matched.requeue_after is None
     assert matched.status["phase"] == "Ready"
+
+
+@pytest.mark.parametrize(("age", "poll"), [(0.5, 1.0), (2.0, 1.0), (20.0, 5.0), (100.0, 10.0), (None, 10.0)])
+def test_a_young_pod_s_log_is_fetched_often_an_old_one_every_ten_seconds(
+    age: float | None, poll: float
+) -> None:
+    d = ds("driver", "state-driver", logs=r"driver loaded")
+    created = "" if age is None else (T0 - timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pod = replace(ds_pod(d, "n1"), created=created)
+    want = wanted(states("state-driver"), [d], ["n1"])
+    planned = planner.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod]), now=T0)
+    assert planned.requeue_after == pytest.approx(poll, abs=0.01)
 
 
 def kernel_world() -> World:
