@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -285,13 +285,44 @@ state_names = st.one_of(
 )
 
 
+odd_json = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(), st.sampled_from(["s0", "s1", "", "x" * 300]), nasty_text
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(nasty_text, inner, max_size=3)),
+    max_leaves=6,
+)
+"""Any JSON value, for fields that expect something else."""
+
+SPEC_FIELDS = ("nodeSelector", "namespace", "taints", "priorityClasses", "dependencies", "managementState")
+GOOD_SPEC = {
+    "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+    "priorityClasses": [{"name": "gpu-high", "value": 1000}],
+    "nodeSelector": {"feature.node.kubernetes.io/pci-10de.present": "true"},
+}
+spec_extras = st.dictionaries(
+    st.sampled_from(SPEC_FIELDS), st.one_of(odd_json, st.sampled_from(list(GOOD_SPEC.values()))), max_size=3
+)
+
+
 @st.composite
 def recipe_headers(draw: st.DrawFn, states: list[str]) -> bytes:
     kind = draw(st.sampled_from(["valid"] * 6 + ["garbled", "bomb", "bytes", "many"]))
     if kind == "valid":
-        entries = "".join(f"  - name: {json.dumps(s)}\n" for s in states)
+        entries = "".join(
+            f"  - name: {json.dumps(s)}\n"
+            + draw(st.sampled_from(["", "", f"    after: {json.dumps(draw(odd_json))}\n"]))
+            for s in states
+        )
         selector = draw(
-            st.sampled_from(["", "nodeSelector:\n  feature.node.kubernetes.io/pci-10de.present: 'true'\n"])
+            st.sampled_from(
+                [
+                    "",
+                    "",
+                    "nodeSelector:\n  feature.node.kubernetes.io/pci-10de.present: 'true'\n",
+                    "nodeSelector: " + json.dumps(draw(odd_json)) + "\n",
+                ]
+            )
         )
         defaults = "defaults: " + json.dumps(draw(st.dictionaries(nasty_text, set_values, max_size=3))) + "\n"
         return (selector + defaults + "states:\n" + entries).encode()
@@ -312,6 +343,7 @@ class Case:
     files: dict[str, bytes]
     set_values: object
     ascii_only: bool = True  # the SpecialResource file escapes every non-ASCII character
+    spec: dict[str, object] = field(default_factory=dict)  # more of the SpecialResource's spec
 
     def write(self, root: Path, name: str) -> tuple[Path, Path]:
         """The recipe directory ``root/name`` and a SpecialResource file using it."""
@@ -325,7 +357,7 @@ class Case:
             "apiVersion": "sro.dev/v1alpha1",
             "kind": "SpecialResource",
             "metadata": {"name": name},
-            "spec": {"recipe": name, "set": self.set_values},
+            "spec": {**self.spec, "recipe": name, "set": self.set_values},
         }
         sr = root / f"{name}.sr.yaml"
         text = json.dumps(body, ensure_ascii=self.ascii_only)
@@ -349,4 +381,9 @@ def cases(draw: st.DrawFn) -> Case:
             files[f"{state}/doc{index}.yaml"] = draw(file_contents)
     values = draw(st.fixed_dictionaries({"x": set_values, "y": set_values}, optional={"z": nasty_text}))
     values.update(draw(st.dictionaries(nasty_text, set_values, max_size=2)))
-    return Case(files=files, set_values=values, ascii_only=draw(st.booleans()) or draw(st.booleans()))
+    return Case(
+        files=files,
+        set_values=values,
+        ascii_only=draw(st.booleans()) or draw(st.booleans()),
+        spec=draw(spec_extras),
+    )
