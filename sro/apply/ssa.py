@@ -167,17 +167,31 @@ class Writer:
         return answer
 
     async def post_event(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Create an events.k8s.io/v1 Event. Not retried: a retry after a lost answer would
-        post it twice, and an Event is advisory."""
-        namespace = str((body.get("metadata") or {}).get("namespace", ""))
+        """Create an events.k8s.io/v1 Event, once.
+
+        With a name (``sro.status.events.name``: the same for the same transition) the
+        POST is retried like any request, and AlreadyExists means an earlier attempt
+        (whose answer was lost) or an earlier pass posted it: done, and the answer is
+        ``{}``. Without a name (``generateName``) it is sent once, since a retry after a
+        lost answer would post it twice.
+        """
+        meta = body.get("metadata") or {}
+        namespace = str(meta.get("namespace", ""))
+        named = bool(meta.get("name"))
         self._fenced("post event")
-        return await self._api.request(
-            "POST",
-            f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
-            body=dict(body),
-            resource="events",
-            retry=False,
-        )
+        try:
+            return await self._api.request(
+                "POST",
+                f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                body=dict(body),
+                resource="events",
+                retry=named,
+            )
+        except errors.Conflict as exc:
+            if not named or exc.reason != "AlreadyExists":
+                raise
+            log.debug("event already posted", name=str(meta.get("name")))
+            return {}
 
     async def get(self, ref: desired.ObjectRef) -> dict[str, Any]:
         """A fresh read from the API server (reconciles read caches; this is for conflicts)."""

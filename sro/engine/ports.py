@@ -74,7 +74,7 @@ class Writer(Protocol):
         ...
 
     async def post_event(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Create an Event (not retried)."""
+        """Create an Event; one that exists already (AlreadyExists: same name) counts as posted."""
         ...
 
     async def pod_log(

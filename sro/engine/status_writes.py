@@ -50,6 +50,10 @@ class StatusWriter:
         self._writer = writer
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._clock = clock
+        # SpecialResource name -> resourceVersion of its last status write: the
+        # transition the Events emitted next belong to (one key is never reconciled
+        # by two workers at once, and emit follows write_status within a pass).
+        self._transitions: dict[str, str] = {}
 
     async def write_status(
         self, *, name: str, current: Mapping[str, Any] | None, status: Mapping[str, Any]
@@ -57,24 +61,32 @@ class StatusWriter:
         """Apply ``status`` to SpecialResource ``name`` unless it equals ``current``; True if written."""
         if current is not None and not summary.status_changed(current, status):
             return False
-        await self._writer.apply_status(_ref(name), status)
-        log.debug("status written", sr=name, state=status.get("state", ""))
+        answer = await self._writer.apply_status(_ref(name), status)
+        version = str((answer.get("metadata") or {}).get("resourceVersion", "") or "")
+        if version:
+            self._transitions[name] = version
+        else:
+            self._transitions.pop(name, None)
+        log.debug("status written", sr=name, state=status.get("state", ""), resource_version=version)
         return True
 
     async def emit(self, *, sr_name: str, sr_uid: str, events_: Sequence[events.Event]) -> int:
         """Post one Event per entry; one that cannot be written is logged, not raised.
 
         Events are advisory: losing one must never fail the reconcile that caused it.
+        Names are those of ``events.name`` for the transition ``write_status`` recorded;
+        without one (no status written first) a random transition keeps names unique.
         """
         written = 0
+        transition = self._transitions.pop(sr_name, "") or f"unrecorded-{uuid.uuid4().hex}"
         for event in events_:
             body = events.body(
                 event,
+                name=events.name(event, sr_name=sr_name, sr_uid=sr_uid, transition=transition),
                 sr_name=sr_name,
                 sr_uid=sr_uid,
                 instance=self._instance,
                 now=self._clock(),
-                suffix=uuid.uuid4().hex[:16],
             )
             try:
                 await self._writer.post_event(body)

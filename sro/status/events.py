@@ -9,6 +9,7 @@ reported once too.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -152,17 +153,38 @@ them, where ``kubectl describe`` finds them."""
 NOTE_MAX = 1024  # events.k8s.io/v1 refuses notes over 1 KiB
 
 
+NAME_MAX = 253  # an Event's name is a DNS subdomain
+_SUFFIX_LEN = 16
+
+
+def name(event: Event, *, sr_name: str, sr_uid: str, transition: str) -> str:
+    """The Event's name: the SpecialResource's name and a digest of which SpecialResource
+    (its uid, so a namesake recreated later never collides), which transition
+    (``transition``: the resourceVersion of the status write that recorded it, which a
+    no-op re-apply of the same status returns unchanged) and which Event of it.
+
+    The same Event of the same transition always gets the same name, so a POST sent
+    again after a lost answer, or by a reconcile retried before the cache showed the
+    written status, is refused as AlreadyExists instead of posted twice; a later
+    transition, even to an identical status, has a new resourceVersion and a new name.
+    """
+    key = "\x00".join((sr_uid, transition, event.type, event.reason, event.message))
+    digest = hashlib.sha256(key.encode()).hexdigest()[:_SUFFIX_LEN]
+    return f"{sr_name[: NAME_MAX - _SUFFIX_LEN - 1]}.{digest}"
+
+
 def body(
-    event: Event, *, sr_name: str, sr_uid: str, instance: str, now: datetime, suffix: str
+    event: Event, *, name: str, sr_name: str, sr_uid: str, instance: str, now: datetime
 ) -> dict[str, Any]:
     """The events.k8s.io/v1 body of ``event`` about SpecialResource ``sr_name``.
 
-    ``suffix`` makes the name unique; ``instance`` is the reporting replica (its pod name).
+    ``name`` is the Event's own (``name()`` above); ``instance`` is the reporting replica
+    (its pod name).
     """
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"name": f"{sr_name}.{suffix}", "namespace": EVENTS_NAMESPACE},
+        "metadata": {"name": name, "namespace": EVENTS_NAMESPACE},
         "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingController": REPORTING_CONTROLLER,
         "reportingInstance": instance[:128],

@@ -1,0 +1,120 @@
+"""Events are posted once per transition, on the real API server.
+
+Covers: a POST of an Event sent again (what a retry after a lost answer does) is answered
+AlreadyExists, counted as posted, and leaves one Event (the audit log shows the one 201
+and the refused second); a reconcile that writes the same status again before its cache
+shows it, and emits the same transition's Events, posts nothing new; a later transition
+with the very same Event posts a second one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import waiting
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
+from simcluster import audit
+
+from sro import settings
+from sro.apply import ssa
+from sro.engine import status_writes
+from sro.kube import discovery, http
+from sro.status import events
+
+pytestmark = pytest.mark.integration
+
+CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "sro.dev_specialresources.yaml"
+DONE = events.Event(
+    type="Normal", reason=events.STATE_COMPLETED, message="state-driver is complete on 2 nodes"
+)
+
+
+@pytest.fixture
+def specialresource(cluster: Any) -> Any:
+    """A SpecialResource of the test's own (no operator runs here: nothing acts on it)."""
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=events-test", "-f", str(CRD_FILE)
+    )
+    cluster.kubectl("wait", "--for=condition=Established", "crd/specialresources.sro.dev", "--timeout=60s")
+    name = f"events-{uuid.uuid4().hex[:8]}"
+    cluster.create({"apiVersion": "sro.dev/v1alpha1", "kind": "SpecialResource", "metadata": {"name": name}})
+    body = cluster.kubectl_json("get", "specialresource", name)
+    yield body
+    cluster.kubectl("delete", "specialresource", name, "--ignore-not-found", "--wait=false", check=False)
+
+
+def events_about(cluster: Any, uid: str) -> list[dict[str, Any]]:
+    listing = cluster.kubectl_json(
+        "get",
+        "events.events.k8s.io",
+        "-n",
+        events.EVENTS_NAMESPACE,
+        "--field-selector",
+        f"regarding.uid={uid}",
+    )
+    return list(listing["items"])
+
+
+async def test_an_event_posted_again_is_already_there_and_there_once(
+    cluster: Any, specialresource: Any
+) -> None:
+    name, uid = specialresource["metadata"]["name"], specialresource["metadata"]["uid"]
+    async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+        writer = ssa.Writer(api=api, discovery=discovery.Discovery(api))
+        event_name = events.name(DONE, sr_name=name, sr_uid=uid, transition="1")
+        body = events.body(
+            DONE,
+            name=event_name,
+            sr_name=name,
+            sr_uid=uid,
+            instance="test",
+            now=datetime.datetime.now(datetime.UTC),
+        )
+        first = await writer.post_event(body)
+        again = await writer.post_event(body)
+    assert first["metadata"]["name"] == event_name
+    assert again == {}, "AlreadyExists is an Event already posted"
+    assert [e["metadata"]["name"] for e in events_about(cluster, uid)] == [event_name]
+
+    def both() -> list[audit.Write]:
+        writes = audit.matching(
+            audit.by_agent(audit.read(cluster.audit_log), audit.SRO_AGENT_PREFIX),
+            verb="create",
+            resource="events",
+            name=event_name,
+        )
+        return writes if len(writes) == 2 else []
+
+    writes = waiting.wait_for_sync(both, timeout=10, message="both POSTs in the audit log")
+    assert [w.code for w in writes] == [201, 409]
+
+
+async def test_one_event_per_transition_through_the_status_writer(cluster: Any, specialresource: Any) -> None:
+    name, uid = specialresource["metadata"]["name"], specialresource["metadata"]["uid"]
+    async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+        statuses = status_writes.StatusWriter(ssa.Writer(api=api, discovery=discovery.Discovery(api)))
+        complete = {"state": "Ready", "phase": "Ready"}
+        assert await statuses.write_status(name=name, current=None, status=complete)
+        assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
+        # The same pass again, as a reconcile retried before its cache showed the status:
+        # the status apply is a no-op (same resourceVersion), so the Event has the same name.
+        assert await statuses.write_status(name=name, current=None, status=complete)
+        assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
+        assert len(events_about(cluster, uid)) == 1
+        # Later the state goes back to progressing and completes again: a new transition.
+        assert await statuses.write_status(
+            name=name, current=complete, status={"state": "Progressing", "phase": "Progressing"}
+        )
+        assert await statuses.write_status(
+            name=name, current={"state": "Progressing", "phase": "Progressing"}, status=complete
+        )
+        assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
+    posted = events_about(cluster, uid)
+    assert len(posted) == 2
+    assert {e["reason"] for e in posted} == {events.STATE_COMPLETED}
