@@ -127,22 +127,26 @@ async def test_a_continue_token_expired_by_compaction_relists_from_scratch(rig: 
             timeout=60,
             message="a second page asked and held",
         )
-        revision = cluster.compact()  # etcd forgets the first page's revision; kube-apiserver restarts
+        # A write moves the revision past the first page's; compacting there expires the token
+        # (and kube-apiserver restarts, emptying its watch cache).
+        cluster.kubectl("create", "configmap", "after-the-first-page", "-n", namespace)
+        revision = cluster.compact()
         proxy.set_faults()
         proxy.release()
         await waiting.wait_for(sro.ready, timeout=90, message="the replica's caches synced")
-        text = sro.log_text()
-        relists = [json.loads(line) for line in text.splitlines() if '"resource version expired' in line]
-        assert any(e.get("resource") == "configmaps" for e in relists), sro.tail()
-        listed = [
-            json.loads(line)
-            for line in text.splitlines()
-            if '"listed"' in line and '"configmaps"' in line and '"sro.dev/owner"' in line
+        assert proxy.stats().get("reconnected_after_hold", 0) >= 1, "the held page went to the new server"
+        lines = [json.loads(line) for line in sro.log_text().splitlines() if line.startswith("{")]
+        mine = [
+            e for e in lines if e.get("resource") == "configmaps" and e.get("selector") == "sro.dev/owner"
         ]
-        assert listed and listed[-1]["objects"] >= PAGE + 20, listed
+        listed = [e for e in mine if e.get("event") == "listed"]
+        assert mine and "expired" in mine[0].get("event", ""), (
+            f"the second page was refused as expired: {mine}"
+        )
+        assert listed and listed[0]["objects"] == PAGE + 20 and listed[0]["reason"] != "initial", listed
         REPORT.append(
-            f"expired continue token: compacted at {revision} between pages; relisted "
-            f"{listed[-1]['objects']} ConfigMaps (reason {listed[-1].get('reason')})"
+            f"expired continue token: etcd compacted at {revision} between two pages; the replica "
+            f"listed again from scratch ({listed[0]['objects']} ConfigMaps, reason {listed[0]['reason']})"
         )
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)

@@ -137,12 +137,16 @@ def events_of(cluster: cluster_mod.Cluster, name: str) -> list[dict[str, Any]]:
 def repeated_events(events: Sequence[dict[str, Any]], round_: lifecycle.Round) -> list[str]:
     """Events with the same reason and note posted twice within one phase."""
     bad = []
-    for record in round_.records:
-        start, end = _utc(record.started - 1), _utc(record.ended + 1)
+    records = list(round_.records)
+    for i, record in enumerate(records):
+        # A phase owns the Events from its action until the next phase's action (its last
+        # transition's Event may come just after the test saw the phase done).
+        start = _utc(record.started)
+        end = _utc(records[i + 1].started) if i + 1 < len(records) else _utc(record.ended + 5)
         in_phase = Counter(
             (e.get("reason", ""), e.get("note", ""))
             for e in events
-            if start <= recorder_mod._aware(e.get("eventTime") or e["metadata"]["creationTimestamp"]) <= end
+            if start <= recorder_mod._aware(e.get("eventTime") or e["metadata"]["creationTimestamp"]) < end
         )
         bad += [f"{record.phase}: {reason} {note!r} x{n}" for (reason, note), n in in_phase.items() if n > 1]
     return bad
