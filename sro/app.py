@@ -167,10 +167,13 @@ class _NodeKeys:
         cached = self._selectors.get(recipe)
         if cached is not None and now - cached[0] < SELECTOR_TTL:
             return cached[1]
-        try:
-            selector = self._library.get(recipe).node_selector
-        except errors.RecipeError:
+        # Only a version the engine already compiled (off the loop): compiling here would
+        # run a recipe's author's work on the event loop. A recipe never compiled is one
+        # no reconcile has used yet, and its SpecialResources are queued anyway.
+        compiled = self._library.compiled(recipe)
+        if compiled is None:
             return None
+        selector = compiled.node_selector
         self._selectors[recipe] = (now, selector)
         return selector
 

@@ -30,6 +30,8 @@ class Recipes(Protocol):
 
     def loader(self, name: str) -> Callable[[], recipe_.Recipe]: ...
 
+    def compiled(self, name: str) -> recipe_.Recipe | None: ...
+
 
 class Catalog:
     """``get(name)``: the ConfigMap recipe of that name if there is one, else the library's."""
@@ -62,6 +64,18 @@ class Catalog:
         key = (view.name, view.resource_version)
         data = {str(k): str(v) for k, v in (view.body.get("data") or {}).items()}
         return lambda: self._compile(name, key, data)
+
+    def compiled(self, name: str) -> recipe_.Recipe | None:
+        """The newest version of recipe ``name`` already compiled, or None: what the event
+        loop's own callers (the node watch's mapper) may use, since it compiles nothing."""
+        found = sorted(
+            (v for v in self._configmaps() if v.labels.get(sources.RECIPE_LABEL) == name),
+            key=lambda v: v.name,
+        )
+        if not found:
+            return self._library.compiled(name)
+        with self._lock:
+            return next((v for k, v in self._compiled.items() if k[0] == found[0].name), None)
 
     def _compile(self, name: str, key: tuple[str, str], data: dict[str, str]) -> recipe_.Recipe:
         with self._lock:

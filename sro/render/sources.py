@@ -93,6 +93,16 @@ class Library:
                 self._cache[key] = cached
         return cached
 
+    def compiled(self, name: str) -> recipe_.Recipe | None:
+        """The newest version of recipe ``name`` already compiled, or None; reads no recipe
+        file and compiles nothing (for callers on the operator's event loop)."""
+        try:
+            path, _ = self.search.locate(name)
+        except errors.RecipeError:
+            return None
+        with self._lock:
+            return next((v for k, v in self._cache.items() if k[0] == str(path)), None)
+
 
 def _digest(files: dict[str, str]) -> str:
     digest = hashlib.sha256()

@@ -23,7 +23,7 @@ from sro.render import recipe as recipe_
 
 pytestmark = pytest.mark.unit
 
-BUDGET = templates.Limits(seconds=1.5)
+BUDGET = templates.Limits(seconds=1.0)
 BURN = """apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -85,11 +85,16 @@ async def test_a_render_burning_its_budget_leaves_the_loop_answering() -> None:
     await asyncio.sleep(0)  # the ticker is asleep before the render starts
     started = time.monotonic()
     try:
-        with pytest.raises(errors.TemplateError, match=r"rendering took longer than 1\.5s"):
+        with pytest.raises(errors.TemplateError, match=r"rendering took longer than 1s"):
             await compute.render(sr, recipe, [node], env=_env())
     finally:
         done.set()
         lags = await ticker
     assert time.monotonic() - started >= BUDGET.seconds
     assert len(lags) >= BUDGET.seconds / TICK / 4  # the loop kept turning all along
-    assert max(lags) < 0.1, f"the event loop was held up for {max(lags):.3f}s"
+    lags.sort()
+    usual, worst = lags[int(len(lags) * 0.9)], lags[-1]
+    # A render on the loop would show one lag of the whole budget; a loaded machine alone
+    # may delay a wake-up now and then, never by a third of it.
+    assert usual < 0.1, f"the event loop was held up for {usual:.3f}s at the 90th percentile"
+    assert worst < BUDGET.seconds / 3, f"the event loop was held up for {worst:.3f}s"
