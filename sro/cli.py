@@ -38,9 +38,47 @@ def _env(name: str, default: str) -> str:
 
 
 def _flag(parser: argparse.ArgumentParser, flag: str, env: str, default: str, text: str, **kw: Any) -> None:
+    """A flag whose default comes from ``env``. argparse passes a string default through
+    ``type`` but never checks it against ``choices``, so checked flags take a ``type``
+    (``_boolean``, ``_one_of``, ``_positive``): an environment value is refused exactly
+    like the same value on the command line, with exit 2 and one line."""
     parser.add_argument(
         flag, default=_env(env, default), help=f"{text} (env {env}; default: %(default)r)", **kw
     )
+
+
+_TRUE = frozenset({"true", "1", "yes", "on", "t", "y"})
+_FALSE = frozenset({"false", "0", "no", "off", "f", "n"})
+
+
+def _boolean(text: str) -> str:
+    """``true`` or ``false`` from any of the usual spellings, in any case; else an error."""
+    word = text.strip().lower()
+    if word in _TRUE:
+        return "true"
+    if word in _FALSE:
+        return "false"
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true/false, 1/0, yes/no, on/off)")
+
+
+def _one_of(*words: str) -> Any:
+    def pick(text: str) -> str:
+        word = text.strip().lower()
+        if word not in words:
+            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(words)}")
+        return word
+
+    return pick
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return number
 
 
 def _proxy_flags(parser: argparse.ArgumentParser) -> None:
@@ -123,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_LEADER_ELECT",
         "true",
         "take a Lease so only one replica writes",
-        choices=["true", "false"],
+        type=_boolean,
+        metavar="BOOL",
     )
     _flag(
         run,
@@ -132,15 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
         "",
         "namespace of the Lease (default: --namespace)",
     )
-    _flag(run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format", choices=["json", "console", "auto"])
-    _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=int)
+    _flag(
+        run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format: json, console or auto",
+        type=_one_of("json", "console", "auto"),
+    )  # fmt: skip
+    _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=_positive)
     _flag(
         run,
         "--write-concurrency",
         "SRO_WRITE_CONCURRENCY",
         "16",
         "writes one reconcile keeps in flight when they do not depend on each other",
-        type=int,
+        type=_positive,
     )
     _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
     _proxy_flags(run)

@@ -1,0 +1,74 @@
+"""``sro run`` flags and their environment fallbacks are checked alike (sro.cli).
+
+An environment value used to bypass argparse's ``choices``: ``SRO_LEADER_ELECT=True``
+turned leader election *off*. Every checked flag now refuses a bad value from either
+source with exit 2 and one line naming the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from sro import cli
+
+pytestmark = pytest.mark.unit
+
+
+def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *argv: str) -> argparse.Namespace:
+    for name in ("SRO_LEADER_ELECT", "SRO_LOG_FORMAT", "SRO_WORKERS", "SRO_WRITE_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return cli.build_parser().parse_args(["run", *argv])
+
+
+SPELLINGS = [
+    ("True", "true"),
+    ("1", "true"),
+    ("YES", "true"),
+    ("on", "true"),
+    ("False", "false"),
+    ("0", "false"),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), SPELLINGS)
+def test_leader_election_accepts_the_usual_spellings_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: str
+) -> None:
+    assert parse(monkeypatch, {"SRO_LEADER_ELECT": value}).leader_elect == expected
+
+
+def test_leader_election_is_on_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse(monkeypatch, {}).leader_elect == "true"
+
+
+@pytest.mark.parametrize(
+    ("env", "argv", "flag"),
+    [
+        ({"SRO_LEADER_ELECT": "maybe"}, (), "--leader-elect"),
+        ({}, ("--leader-elect", "maybe"), "--leader-elect"),
+        ({"SRO_LOG_FORMAT": "xml"}, (), "--log-format"),
+        ({"SRO_WORKERS": "0"}, (), "--workers"),
+        ({}, ("--workers", "-3"), "--workers"),
+        ({"SRO_WRITE_CONCURRENCY": "many"}, (), "--write-concurrency"),
+    ],
+)
+def test_a_bad_value_from_either_source_is_exit_2_naming_the_flag(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    env: dict[str, str],
+    argv: tuple[str, ...],
+    flag: str,
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse(monkeypatch, env, *argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}:" in err and "Traceback" not in err
+
+
+def test_log_format_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse(monkeypatch, {"SRO_LOG_FORMAT": "JSON"}).log_format == "json"
