@@ -16,7 +16,9 @@ from typing import Any
 
 from kubernetes_asyncio import config as kconfig
 from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
 
+from sro import errors
 from sro import settings as settings_
 
 
@@ -32,13 +34,27 @@ async def load(settings: settings_.ApiSettings) -> Any:
     cfg = Configuration()
     explicit = settings.kubeconfig or os.environ.get("KUBECONFIG")
     if explicit:
+        _must_exist(explicit, what="KUBECONFIG")
         await kconfig.load_kube_config(config_file=explicit, client_configuration=cfg, persist_config=False)
     elif in_cluster():
         kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     else:
+        _must_exist(_default_kubeconfig(), what="no KUBECONFIG, not in a pod, and the default kubeconfig")
         await kconfig.load_kube_config(client_configuration=cfg, persist_config=False)
     cfg.connection_pool_maxsize = settings.pool_size
     return cfg
+
+
+def _default_kubeconfig() -> str:
+    return str(Path(KUBE_CONFIG_DEFAULT_LOCATION).expanduser())
+
+
+def _must_exist(paths: str, *, what: str) -> None:
+    """Say which kubeconfig is missing, in one line, before the library's loader prints a
+    line of its own and then fails on the empty config it made of nothing."""
+    names = [p for p in paths.split(os.pathsep) if p]
+    if not any(Path(p).is_file() for p in names):
+        raise errors.SroError(f"{what} {paths!r} is not a readable file")
 
 
 async def bearer_token(cfg: Any) -> str | None:

@@ -8,6 +8,7 @@ source with exit 2 and one line naming the flag.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,17 @@ def test_a_bad_value_from_either_source_is_exit_2_naming_the_flag(
 
 def test_log_format_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse(monkeypatch, {"SRO_LOG_FORMAT": "JSON"}).log_format == "json"
+
+
+def test_a_missing_kubeconfig_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "nowhere" / "kubeconfig"
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    code = cli.main(
+        ["run", "--leader-elect", "false", "--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"]
+    )
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"KUBECONFIG '{missing}' is not a readable file" in err
+    assert "Traceback" not in err and "current-context" not in err
