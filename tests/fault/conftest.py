@@ -68,15 +68,20 @@ def fault_cluster() -> Iterator[cluster_mod.Cluster]:
     handle = cluster_mod.Cluster(given or REPO / ".run" / f"fault-{os.getpid()}")
     started = False
     if not handle.is_running():
-        inventory = {"pools": [{"name": "fault-base", "prefix": "fault-base", "count": 1, "pci": []}]}
+        base = {"name": "fault-base", "prefix": "fault-base", "count": 1, "pci": [], "kernel": KERNELS[0]}
+        inventory = {"pools": [{**base, "os": {"id": "rhel", "versionId": "9.4"}}]}
         inv = handle.dir.with_name(handle.dir.name + "-inventory.yaml")
         inv.parent.mkdir(parents=True, exist_ok=True)
         inv.write_text(json.dumps(inventory))
+        started = True
         try:
             handle.run("up", "--inventory", str(inv))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                handle.run("down")  # whatever it started, and its run directory
+            raise
         finally:
             inv.unlink(missing_ok=True)
-        started = True
     try:
         crd = REPO / "manifests" / "crd" / "sro.dev_specialresources.yaml"
         handle.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
@@ -87,6 +92,7 @@ def fault_cluster() -> Iterator[cluster_mod.Cluster]:
     finally:
         if started and not given:
             handle.run("down")
+            handle.dir.with_name(handle.dir.name + ".lock").unlink(missing_ok=True)
 
 
 @dataclass

@@ -31,8 +31,7 @@ async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(
     paused: list[str] = []
 
     async def freeze() -> str:
-        leader = fleet.leader()
-        assert leader is not None
+        leader = await fleet.wait_leader()
         others = [p for p in fleet.running if p is not leader]
         assert others, "a standby is running"
         counts["leader SIGSTOP"] += 1

@@ -47,8 +47,7 @@ async def test_latency_resets_stalls_lagging_watches_and_half_open_connections_l
         return f"{stalled} watches stalled {STALL:.0f}s, then {reset} connections reset"
 
     async def half_open() -> str:
-        leader = fleet.leader()
-        assert leader is not None
+        leader = await fleet.wait_leader()
         n = proxy.half_open(user=leader.user)
         counts["half-open (leader's connections)"] += 1
         return f"{n} connections of {leader.user} half-open"

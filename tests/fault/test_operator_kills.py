@@ -27,8 +27,7 @@ async def test_sro_killed_in_every_phase_and_restarted_loses_nothing(rig: Rig) -
     counts: Counter[str] = Counter()
 
     async def kill() -> str:
-        leader = fleet.leader()
-        assert leader is not None, "a leader to kill"
+        leader = await fleet.wait_leader()
         counts["sro SIGKILL"] += 1
         return faults.kill_leader(fleet, leader)
 
