@@ -36,82 +36,14 @@ import ssl
 import struct
 import sys
 import time
-import urllib.parse
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
+from faultrules import Faults, Request, content_length
 
 CHUNK = 64 * 1024
 HEAD_LIMIT = 64 * 1024
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Faults:
-    """The standing faults; replaced as a whole by ``POST /faults``."""
-
-    latency: float = 0.0  # seconds added to every chunk, both directions
-    reset_rate: float = 0.0  # chance that a request's connection is reset (before or after it is served)
-    delay_watch: tuple[tuple[str, float], ...] = ()  # (resource plural, seconds) for watch answers
-    hold_continue: bool = False  # hold list pages asked with a continue token until POST /release
-
-    @staticmethod
-    def parse(body: dict[str, Any]) -> Faults:
-        delays = body.get("delay_watch") or {}
-        return Faults(
-            latency=float(body.get("latency", 0.0)),
-            reset_rate=float(body.get("reset_rate", 0.0)),
-            delay_watch=tuple((str(k), float(v)) for k, v in dict(delays).items()),
-            hold_continue=bool(body.get("hold_continue", False)),
-        )
-
-    def watch_delay(self, resource: str) -> float:
-        return next((s for r, s in self.delay_watch if r == resource), 0.0)
-
-
-@dataclasses.dataclass(frozen=True)
-class Request:
-    """What the proxy knows of one request: its line, split."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-
-    @property
-    def watch(self) -> bool:
-        return self.query.get("watch") in ("1", "true")
-
-    @property
-    def resource(self) -> str:
-        """The resource plural: the path segment after the namespace (or the group/version)."""
-        parts = [p for p in self.path.split("/") if p]
-        if "namespaces" in parts:
-            i = parts.index("namespaces")
-            if i + 2 < len(parts):
-                return parts[i + 2]
-            return "namespaces"
-        base = 2 if parts[:1] == ["api"] else 3
-        return parts[base] if len(parts) > base else ""
-
-    @staticmethod
-    def parse(head: bytes) -> Request:
-        line = head.split(b"\r\n", 1)[0].decode("latin-1")
-        method, target, _ = [*line.split(" "), "", ""][:3]
-        url = urllib.parse.urlsplit(target)
-        return Request(method, url.path, dict(urllib.parse.parse_qsl(url.query)))
-
-
-def _content_length(head: bytes) -> int | None:
-    """The body length a request head announces; None for a chunked (or unknown) body."""
-    for raw in head.split(b"\r\n")[1:]:
-        name, _, value = raw.partition(b":")
-        key = name.strip().lower()
-        if key == b"transfer-encoding" and b"chunked" in value.lower():
-            return None
-        if key == b"content-length":
-            return int(value.strip())
-    return 0
 
 
 def _abort(writer: asyncio.StreamWriter) -> None:
@@ -155,7 +87,7 @@ class Proxy:
             self.stats["upstream_refused"] += 1
             _abort(down_w)
             return
-        conn = Conn(self, down_r, down_w, up_r, up_w, user=cn)
+        conn = Conn(proxy=self, down_r=down_r, down_w=down_w, up_r=up_r, up_w=up_w, user=cn)
         self.conns.add(conn)
         self.stats["connections"] += 1
         try:
@@ -180,12 +112,12 @@ class Conn:
 
     def __init__(
         self,
+        *,
         proxy: Proxy,
         down_r: asyncio.StreamReader,
         down_w: asyncio.StreamWriter,
         up_r: asyncio.StreamReader,
         up_w: asyncio.StreamWriter,
-        *,
         user: str,
     ) -> None:
         self.proxy = proxy
@@ -257,7 +189,7 @@ class Conn:
                             buf = b""
                         break
                     head, buf = buf[: end + 4], buf[end + 4 :]
-                    length = _content_length(head)
+                    length = content_length(head)
                     if length is None:
                         opaque = True
                     else:

@@ -21,9 +21,9 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,23 +95,32 @@ def fault_cluster() -> Iterator[cluster_mod.Cluster]:
             handle.dir.with_name(handle.dir.name + ".lock").unlink(missing_ok=True)
 
 
-@dataclass
 class Rig:
     """What one fault test works with; everything it starts is stopped by the fixture."""
 
-    cluster: cluster_mod.Cluster
-    work: Path
-    seed: int
-    rng: random.Random
-    recorder: recorder_mod.Recorder
-    fleet: processes.Fleet | None = None
-    proxy: processes.FaultProxy | None = None
-    nodes: tuple[str, ...] = ()
-    kernels: dict[str, str] = field(default_factory=dict)
-    selector: dict[str, str] = field(default_factory=dict)
-    rounds: list[lifecycle.Round] = field(default_factory=list)
-    events: dict[str, list[dict[str, object]]] = field(default_factory=dict)
-    since: float = field(default_factory=time.time)  # the audit looks at writes from here on
+    def __init__(
+        self,
+        *,
+        cluster: cluster_mod.Cluster,
+        work: Path,
+        seed: int,
+        recorder: recorder_mod.Recorder,
+        kernels: dict[str, str],
+        selector: dict[str, str],
+    ) -> None:
+        self.cluster = cluster
+        self.work = work
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.recorder = recorder
+        self.nodes = tuple(kernels)
+        self.kernels = kernels  # node -> the kernel it runs now
+        self.selector = selector  # the nodeSelector matching exactly this test's nodes
+        self.fleet: processes.Fleet | None = None
+        self.proxy: processes.FaultProxy | None = None
+        self.rounds: list[lifecycle.Round] = []
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.since = time.time()  # the audit looks at writes from here on
 
     @property
     def pki(self) -> Path:
@@ -176,12 +185,6 @@ def release_lease(cluster: cluster_mod.Cluster) -> None:
 @pytest.fixture
 def rig(fault_cluster: cluster_mod.Cluster, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
     seed = SEED_BASE + sum(map(ord, request.node.name))
-    rec = recorder_mod.Recorder(
-        server=fault_cluster.server(),
-        pki=fault_cluster.dir / "pki",
-        operator_namespace=processes.OPERATOR_NAMESPACE,
-    )
-    rec.start()
     group = f"g-{uuid.uuid4().hex[:8]}"
     made = [
         pools.make(fault_cluster, count=2, kernel=k, prefix=f"f{i}", labels={"fault.sro.dev/group": group})
@@ -189,25 +192,43 @@ def rig(fault_cluster: cluster_mod.Cluster, request: pytest.FixtureRequest, tmp_
     ]
     names = [n for p in made for n in p.nodes]
     kernels = {n: k for p, k in zip(made, KERNELS, strict=True) for n in p.nodes}
+    rec = recorder_mod.Recorder(
+        server=fault_cluster.server(),
+        pki=fault_cluster.dir / "pki",
+        operator_namespace=processes.OPERATOR_NAMESPACE,
+    )
     handle = Rig(
-        cluster=fault_cluster, work=tmp_path, seed=seed, rng=random.Random(seed), recorder=rec,
-        nodes=tuple(names), kernels=kernels, selector={"fault.sro.dev/group": group},
+        cluster=fault_cluster, work=tmp_path, seed=seed, recorder=rec, kernels=kernels,
+        selector={"fault.sro.dev/group": group},
     )  # fmt: skip
-    release_lease(fault_cluster)
     started = time.monotonic()
     try:
+        release_lease(fault_cluster)
+        rec.start()
         yield handle
     finally:
-        if handle.fleet is not None:
-            handle.fleet.stop_all()
-        release_lease(fault_cluster)
-        if handle.proxy is not None:
-            handle.proxy.stop()
-        rec.stop()
-        for r in handle.rounds:  # a failed round may leave its SpecialResource: let it go
-            srs.delete(fault_cluster, r.name)
-            patch = json.dumps({"metadata": {"finalizers": None}})
-            with contextlib.suppress(Exception):
-                fault_cluster.kubectl("patch", "sr", r.name, "--type=merge", "-p", patch, check=False)
-        fault_cluster.delete_nodes(names)
+        # Every step runs even if one before it failed; the first failure is raised after.
+        steps: list[Callable[[], object]] = [
+            lambda: handle.fleet.stop_all() if handle.fleet is not None else None,
+            lambda: handle.proxy.stop() if handle.proxy is not None else None,
+            rec.stop,
+            *[lambda name=r.name: let_go(fault_cluster, name) for r in handle.rounds],
+            lambda: fault_cluster.delete_nodes(names),
+            lambda: release_lease(fault_cluster),
+        ]
+        failures = []
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:
+                failures.append(exc)
         REPORT.append(f"  ({request.node.name} took {time.monotonic() - started:.0f}s)")
+        if failures:
+            raise failures[0]
+
+
+def let_go(cluster: cluster_mod.Cluster, name: str) -> None:
+    """Deletes a SpecialResource a failed round may have left, its finalizer too if sro is gone."""
+    srs.delete(cluster, name)
+    patch = json.dumps({"metadata": {"finalizers": None}})
+    cluster.kubectl("patch", "sr", name, "--type=merge", "-p", patch, check=False)

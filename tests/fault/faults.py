@@ -43,7 +43,7 @@ def compact(cluster: cluster_mod.Cluster) -> str:
     return f"etcd compacted at {revision}"
 
 
-def kill_leader(fleet: processes.Fleet, leader: processes.Sro) -> str:
+def kill_leader(fleet: processes.Fleet, *, leader: processes.Sro) -> str:
     """SIGKILL the leader (no release: the next one waits the Lease out) and start another."""
     leader.signal(signal.SIGKILL)
     leader.proc.wait(timeout=10)

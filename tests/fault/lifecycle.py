@@ -61,7 +61,7 @@ def manifest(name: str, *, pool_selector: dict[str, str]) -> dict[str, Any]:
     )
 
 
-def leftovers(cluster: cluster_mod.Cluster, name: str, nodes: Sequence[str]) -> list[str]:
+def leftovers(cluster: cluster_mod.Cluster, *, name: str, nodes: Sequence[str]) -> list[str]:
     """Everything of SpecialResource ``name`` still in the cluster, in words; empty when clean."""
     found: list[str] = []
     if srs.get(cluster, name) is not None:
@@ -93,7 +93,7 @@ def leftovers(cluster: cluster_mod.Cluster, name: str, nodes: Sequence[str]) -> 
     return found
 
 
-def duplicates(cluster: cluster_mod.Cluster, name: str, nodes: Sequence[str]) -> list[str]:
+def duplicates(cluster: cluster_mod.Cluster, *, name: str) -> list[str]:
     """Two objects where there should be one: per kernel group, per node and state, per class."""
     found: list[str] = []
     by_kernel: dict[str, list[str]] = {}
@@ -113,7 +113,7 @@ def duplicates(cluster: cluster_mod.Cluster, name: str, nodes: Sequence[str]) ->
     return found
 
 
-def converged(cluster: cluster_mod.Cluster, name: str, nodes: Sequence[str], kernels: set[str]) -> bool:
+def converged(cluster: cluster_mod.Cluster, *, name: str, nodes: Sequence[str], kernels: set[str]) -> bool:
     """Ready, every node complete and labelled, one DaemonSet per kernel the nodes run."""
     status = srs.status(cluster, name)
     if not srs.ready_condition(status) or status.get("nodes") != {
@@ -160,8 +160,16 @@ class Round:
         self.name = f"fault-{uuid.uuid4().hex[:6]}"
         self.records: list[PhaseRecord] = []
 
+    def converged(self) -> bool:
+        return converged(self.cluster, name=self.name, nodes=self.nodes, kernels=set(self.kernels.values()))
+
     async def _phase(
-        self, phase: str, action: Callable[[], tuple[str, ...]], fault: Fault | None, done: Callable[[], bool]
+        self,
+        phase: str,
+        *,
+        action: Callable[[], tuple[str, ...]],
+        fault: Fault | None,
+        done: Callable[[], bool],
     ) -> PhaseRecord:
         started = time.time()
         moved = action()
@@ -193,10 +201,7 @@ class Round:
             srs.create(self.cluster, manifest(self.name, pool_selector=selector))
             return ()
 
-        return await self._phase(
-            "converge", create, fault,
-            lambda: converged(self.cluster, self.name, self.nodes, set(self.kernels.values())),
-        )  # fmt: skip
+        return await self._phase("converge", action=create, fault=fault, done=self.converged)
 
     async def kernel_change(self, *, fault: Fault | None) -> PhaseRecord:
         """Moves the nodes of the first kernel group to a kernel no node ran before."""
@@ -210,10 +215,7 @@ class Round:
                 self.kernels[node] = new
             return moved
 
-        return await self._phase(
-            "kernel", move, fault,
-            lambda: converged(self.cluster, self.name, self.nodes, set(self.kernels.values())),
-        )  # fmt: skip
+        return await self._phase("kernel", action=move, fault=fault, done=self.converged)
 
     async def teardown(self, *, fault: Fault | None) -> PhaseRecord:
         def delete() -> tuple[str, ...]:
@@ -221,5 +223,8 @@ class Round:
             return ()
 
         return await self._phase(
-            "teardown", delete, fault, lambda: not leftovers(self.cluster, self.name, self.nodes)
+            "teardown",
+            action=delete,
+            fault=fault,
+            done=lambda: not leftovers(self.cluster, name=self.name, nodes=self.nodes),
         )

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Seen:
     """One object (by UID) as last seen, and when it appeared and went."""
 
@@ -77,14 +77,14 @@ class Watch(threading.Thread):
             if seen is None:
                 self.objects[uid] = Seen(uid=uid, body=body, first_seen=now)
             else:
-                seen.body = body
+                self.objects[uid] = dataclasses.replace(seen, body=body)
             self.transitions.append({"at": now, "body": body})
 
     def _gone(self, uid: str, now: float) -> None:
         with self._lock:
             seen = self.objects.get(uid)
             if seen is not None and seen.gone_at is None:
-                seen.gone_at = now
+                self.objects[uid] = dataclasses.replace(seen, gone_at=now)
 
     def _list(self) -> str:
         try:
@@ -154,7 +154,7 @@ class Watch(threading.Thread):
 
     def snapshot(self) -> list[Seen]:
         with self._lock:
-            return [dataclasses.replace(s) for s in self.objects.values()]
+            return list(self.objects.values())
 
 
 def pod_node(body: dict[str, Any]) -> str:

@@ -39,9 +39,9 @@ async def test_apiserver_killed_in_every_phase_and_etcd_compacted_loses_nothing(
     for _ in range(ROUNDS):
         r = rig.new_round()
         await r.converge(selector=rig.selector, fault=kill)
-        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        assert not lifecycle.duplicates(rig.cluster, name=r.name)
         await r.kernel_change(fault=kill_and_compact)
-        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        assert not lifecycle.duplicates(rig.cluster, name=r.name)
         await r.teardown(fault=kill)
         rig.close_round(r)
 

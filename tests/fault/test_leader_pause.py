@@ -49,7 +49,7 @@ async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(
     for number in range(ROUNDS):
         r = rig.new_round()
         await r.converge(selector=rig.selector, fault=freeze)
-        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        assert not lifecycle.duplicates(rig.cluster, name=r.name)
         await r.kernel_change(fault=freeze if number % 2 else None)
         await r.teardown(fault=None)
         rig.close_round(r)

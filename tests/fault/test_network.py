@@ -59,9 +59,9 @@ async def test_latency_resets_stalls_lagging_watches_and_half_open_connections_l
     for _ in range(ROUNDS):
         r = rig.new_round()
         await r.converge(selector=rig.selector, fault=stall_and_reset)
-        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        assert not lifecycle.duplicates(rig.cluster, name=r.name)
         await r.kernel_change(fault=half_open)
-        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        assert not lifecycle.duplicates(rig.cluster, name=r.name)
         await r.teardown(fault=reset)
         rig.close_round(r)
 

@@ -29,14 +29,14 @@ async def test_sro_killed_in_every_phase_and_restarted_loses_nothing(rig: Rig) -
     async def kill() -> str:
         leader = await fleet.wait_leader()
         counts["sro SIGKILL"] += 1
-        return faults.kill_leader(fleet, leader)
+        return faults.kill_leader(fleet, leader=leader)
 
     for _ in range(ROUNDS):
         r = rig.new_round()
         await r.converge(selector=rig.selector, fault=kill)
-        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        assert not lifecycle.duplicates(rig.cluster, name=r.name)
         await r.kernel_change(fault=kill)
-        assert not lifecycle.duplicates(rig.cluster, r.name, r.nodes)
+        assert not lifecycle.duplicates(rig.cluster, name=r.name)
         await r.teardown(fault=kill)
         rig.close_round(r)
 

@@ -27,7 +27,6 @@ from typing import Any
 import lifecycle
 import processes
 import recorder as recorder_mod
-import specialresources as srs
 from support import cluster as cluster_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
@@ -61,7 +60,7 @@ class Totals:
         )
 
 
-def sro_writes(writes: Iterable[audit.Write], fleet: processes.Fleet) -> list[audit.Write]:
+def sro_writes(writes: Iterable[audit.Write], *, fleet: processes.Fleet) -> list[audit.Write]:
     users = set(fleet.by_user())
     return [w for w in writes if w.user in users]
 
@@ -71,7 +70,7 @@ def _is_lease(w: audit.Write) -> bool:
 
 
 def acquisitions(
-    writes: Sequence[audit.Write], fleet: processes.Fleet, rec: recorder_mod.Recorder
+    writes: Sequence[audit.Write], *, fleet: processes.Fleet, rec: recorder_mod.Recorder
 ) -> list[tuple[str, datetime.datetime]]:
     """(user, time) of every Lease acquisition: the Lease's own ``acquireTime`` as watched,
     and, for any the watch missed, the first successful Lease write of a new holder."""
@@ -89,7 +88,7 @@ def acquisitions(
 
 
 def writes_after_takeover(
-    writes: Sequence[audit.Write], taken: Sequence[tuple[str, datetime.datetime]]
+    writes: Sequence[audit.Write], *, taken: Sequence[tuple[str, datetime.datetime]]
 ) -> list[str]:
     """Non-Lease writes whose process did not hold the most recent acquisition before them."""
     bad = []
@@ -106,7 +105,7 @@ def writes_after_takeover(
     return bad
 
 
-def driver_replacements(rec: recorder_mod.Recorder, round_: lifecycle.Round) -> list[str]:
+def driver_replacements(rec: recorder_mod.Recorder, *, round_: lifecycle.Round) -> list[str]:
     """Nodes whose driver pod was replaced more often than the round's kernel moves asked."""
     moved = Counter(node for r in round_.records for node in r.moved)
     bad = []
@@ -119,7 +118,7 @@ def driver_replacements(rec: recorder_mod.Recorder, round_: lifecycle.Round) -> 
     return bad
 
 
-def ds_pod_creations(writes: Sequence[audit.Write], round_: lifecycle.Round) -> int:
+def ds_pod_creations(writes: Sequence[audit.Write], *, round_: lifecycle.Round) -> int:
     return len(
         [
             w
@@ -130,11 +129,7 @@ def ds_pod_creations(writes: Sequence[audit.Write], round_: lifecycle.Round) -> 
     )  # fmt: skip
 
 
-def events_of(cluster: cluster_mod.Cluster, name: str) -> list[dict[str, Any]]:
-    return srs.events(cluster, name)
-
-
-def repeated_events(events: Sequence[dict[str, Any]], round_: lifecycle.Round) -> list[str]:
+def repeated_events(events: Sequence[dict[str, Any]], *, round_: lifecycle.Round) -> list[str]:
     """Events with the same reason and note posted twice within one phase."""
     bad = []
     records = list(round_.records)
@@ -163,22 +158,23 @@ def judge(
 ) -> Totals:
     """Fails the test with every violation found; returns the totals for the report."""
     everything = [w for w in audit.read(cluster.audit_log) if w.time >= _utc(since)]
-    mine = sro_writes(everything, fleet)
-    taken = [(u, at) for u, at in acquisitions(mine, fleet, rec) if at >= _utc(since)]
+    mine = sro_writes(everything, fleet=fleet)
+    taken = [(u, at) for u, at in acquisitions(mine, fleet=fleet, rec=rec) if at >= _utc(since)]
     problems: list[str] = []
-    problems += [f"write after takeover: {p}" for p in writes_after_takeover(mine, taken)]
+    problems += [f"write after takeover: {p}" for p in writes_after_takeover(mine, taken=taken)]
     unknown = [u for u, _ in taken if u.startswith("unknown:")]
     problems += [f"Lease held by no process of this test: {u}" for u in unknown]
     created = 0
     for round_ in rounds:
-        problems += [f"round {round_.number}: {p}" for p in driver_replacements(rec, round_)]
-        n = ds_pod_creations(everything, round_)
+        problems += [f"round {round_.number}: {p}" for p in driver_replacements(rec, round_=round_)]
+        n = ds_pod_creations(everything, round_=round_)
         created += n
         allowed = len(round_.nodes) + sum(len(r.moved) for r in round_.records)
         if n > allowed:
             problems.append(f"round {round_.number}: {n} driver pods created, {allowed} intended")
         problems += [
-            f"round {round_.number}: Event twice: {p}" for p in repeated_events(events[round_.name], round_)
+            f"round {round_.number}: Event twice: {p}"
+            for p in repeated_events(events[round_.name], round_=round_)
         ]
     problems += [f"sro exited unasked: {e}" for e in fleet.unexpected_exits()]
     totals = Totals(
