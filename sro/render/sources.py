@@ -46,12 +46,19 @@ class SearchPath:
         return found
 
     def locate(self, name: str) -> tuple[Path, recipe_.Source]:
-        """The directory of recipe ``name`` and its source; RecipeNotFound if none has it."""
+        """The directory of recipe ``name`` and its source; RecipeNotFound if none has it,
+        RecipeInvalid if the first directory of that name has no ``recipe.yaml``."""
         if "/" in name or name in {"", ".", ".."}:
             raise errors.RecipeNotFound(f"recipe {name!r} is a name, never a path")
         for root, source in self.candidates():
             if (root / name / recipe_.RECIPE_FILE).is_file():
                 return root / name, source
+            if (root / name).is_dir():  # says what is wrong; never lets a later one stand in
+                raise errors.RecipeInvalid(
+                    f"{recipe_.RECIPE_FILE} is missing: a recipe directory holds {recipe_.RECIPE_FILE} "
+                    "and one directory per state",
+                    location=errors.Location(file=f"{root / name}/{recipe_.RECIPE_FILE}"),
+                )
         looked = ", ".join(str(root) for root, _ in self.candidates()) or "nowhere"
         raise errors.RecipeNotFound(
             f"no recipe named {name!r} (looked in {looked})", location=errors.Location(file=name)

@@ -183,6 +183,15 @@ def test_a_missing_recipe_or_a_path_is_recipe_not_found(tmp_path: Path) -> None:
         search.locate("../etc")
 
 
+def test_a_drop_in_directory_without_recipe_yaml_says_so_and_hides_no_built_in(tmp_path: Path) -> None:
+    builtin, dropin = tmp_path / "builtin", tmp_path / "dropin"
+    write(builtin, "gpu", "built in")
+    (dropin / "gpu" / "one").mkdir(parents=True)
+    library = sources.Library(sources.SearchPath(directories=(dropin,), builtin=builtin))
+    with pytest.raises(RecipeInvalid, match=r"dropin/gpu/recipe.yaml: recipe.yaml is missing"):
+        library.get("gpu")
+
+
 def test_a_changed_drop_in_is_reloaded_and_a_broken_one_raises(tmp_path: Path) -> None:
     write(tmp_path, "gpu", "first")
     library = sources.Library(sources.SearchPath(directories=(tmp_path,)))
