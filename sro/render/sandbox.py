@@ -284,8 +284,11 @@ class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
     def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         _check_time()
-        owner = getattr(__obj, "__self__", None)
-        name = getattr(__obj, "__name__", "")
+        # Jinja hands str.format and str.format_map out wrapped (``wrap_str_format``); the
+        # wrapper keeps the bound method as ``__wrapped__``, whose owner is the format.
+        method = getattr(__obj, "__wrapped__", __obj)
+        owner = getattr(method, "__self__", None)
+        name = getattr(method, "__name__", "")
         if isinstance(owner, str | bytes | int) and name in _REFUSED_METHODS:
             raise jinja2.exceptions.SecurityError(f"{type(owner).__name__}.{name} is not allowed")
         if isinstance(owner, str | bytes):

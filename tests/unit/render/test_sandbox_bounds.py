@@ -102,3 +102,12 @@ def test_scratch_memory_is_bounded_across_operations() -> None:
 )
 def test_ordinary_uses_still_work(expression: str, expected: str) -> None:
     assert render(expression) == expected
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ['{{ "{0:>999999999}".format(1) }}', '{{ "{a:>999999999}".format_map({"a": 1}) }}'],
+)
+def test_str_format_is_sized_before_it_runs_though_jinja_wraps_it(expression: str) -> None:
+    with pytest.raises(TemplateError, match=r"format(_map)? would build \d{10} bytes, more than"):
+        render(f"a: {expression}\n")
