@@ -159,7 +159,7 @@ class Rig:
 
     def report(self, test: str, *, faults: dict[str, int], extra: str = "") -> list[str]:
         """Figures of the test: faults injected, convergence after them, and (later) the audit."""
-        lines = [f"{test}: seed {self.seed}, {len(self.rounds)} rounds" + (f"; {extra}" if extra else "")]
+        lines = [f"{test}: {len(self.rounds)} rounds" + (f"; {extra}" if extra else "")]
         lines.append("  faults: " + ", ".join(f"{k} x{v}" for k, v in sorted(faults.items())))
         by_phase: dict[str, list[lifecycle.PhaseRecord]] = {}
         for r in self.rounds:
@@ -222,7 +222,10 @@ def rig(fault_cluster: cluster_mod.Cluster, request: pytest.FixtureRequest, tmp_
                 step()
             except Exception as exc:
                 failures.append(exc)
-        REPORT.append(f"  ({request.node.name} took {time.monotonic() - started:.0f}s)")
+        REPORT.append(
+            f"  ({request.node.name} took {time.monotonic() - started:.0f}s; "
+            f"replay with SRO_FAULT_SEED={SEED_BASE})"
+        )
         if failures:
             raise failures[0]
 
