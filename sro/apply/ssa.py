@@ -81,6 +81,11 @@ class Writer:
         if self._fence is not None and not self._fence():
             raise errors.NotLeader(f"{what}: refused, this process does not hold a fresh lease")
 
+    def _guard(self, what: str) -> Callable[[], None]:
+        """The fence again before every attempt of a request: a retry, which may wait out a
+        long Retry-After, goes out only while this process still leads."""
+        return lambda: self._fenced(what)
+
     async def _path(
         self, ref: desired.ObjectRef, *, subresource: str = "", collection: bool = False
     ) -> tuple[str, str]:
@@ -111,6 +116,7 @@ class Writer:
                     body=json.dumps(sent).encode(),
                     content_type=http.APPLY_PATCH,
                     resource=plural,
+                    guard=self._guard(f"apply {ref}"),
                 )
                 log.debug("applied", object=str(ref), dry_run=dry_run, subresource=subresource or None)
                 if not dry_run:
@@ -133,7 +139,9 @@ class Writer:
         path, plural = await self._path(desired.ObjectRef.of(body), collection=True)
         ref = desired.ObjectRef.of(body)
         self._fenced(f"create {ref}")
-        answer = await self._api.request("POST", path, body=dict(body), resource=plural)
+        answer = await self._api.request(
+            "POST", path, body=dict(body), resource=plural, guard=self._guard(f"create {ref}")
+        )
         self._note(ref.api_version, ref.kind, answer)
         return answer
 
@@ -148,7 +156,12 @@ class Writer:
             meta["resourceVersion"] = resource_version
         self._fenced(f"finalizers of {ref}")
         answer = await self._api.request(
-            "PATCH", path, body={"metadata": meta}, content_type=http.MERGE_PATCH, resource=plural
+            "PATCH",
+            path,
+            body={"metadata": meta},
+            content_type=http.MERGE_PATCH,
+            resource=plural,
+            guard=self._guard(f"finalizers of {ref}"),
         )
         self._note(ref.api_version, ref.kind, answer)
         return answer
@@ -162,6 +175,7 @@ class Writer:
             body=dict(patch),
             content_type=http.MERGE_PATCH,
             resource="nodes",
+            guard=self._guard(f"patch node {name}"),
         )
         self._note("v1", "Node", answer)
         return answer
@@ -186,6 +200,7 @@ class Writer:
                 body=dict(body),
                 resource="events",
                 retry=named,
+                guard=self._guard("post event"),
             )
         except errors.Conflict as exc:
             if not named or exc.reason != "AlreadyExists":
@@ -212,7 +227,9 @@ class Writer:
             options["preconditions"] = {"uid": uid}
         self._fenced(f"delete {ref}")
         try:
-            answer = await self._api.request("DELETE", path, body=options, resource=plural)
+            answer = await self._api.request(
+                "DELETE", path, body=options, resource=plural, guard=self._guard(f"delete {ref}")
+            )
         except errors.NotFound:
             return False
         self._note(ref.api_version, ref.kind, answer)  # the object as deletion left it, if any

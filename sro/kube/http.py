@@ -136,17 +136,26 @@ class Api:
         content_type: str | None = None,
         resource: str = "",
         retry: bool = True,
+        guard: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
         """Send one request and return the JSON answer; typed errors for error answers.
 
         Transient failures are retried unless ``retry`` is false (a POST whose answer was
         lost may have been carried out: retrying it would do it twice); a 429 is retried
-        either way, after the server's Retry-After.
+        either way, after the server's Retry-After. ``guard`` is called immediately before
+        every attempt and may raise to stop (a write fenced by the lease: a retry that
+        comes after a long Retry-After must not go out once the lease is gone).
         """
-        answer = await self._retrying(
-            lambda: self._once(
+
+        async def send() -> bytes:
+            if guard is not None:
+                guard()
+            return await self._once(
                 method, path, params=params, body=body, content_type=content_type, resource=resource
-            ),
+            )
+
+        answer = await self._retrying(
+            send,
             what=f"{method} {path}",
             resource=resource,
             attempts=self.settings.retries,

@@ -6,7 +6,8 @@ running as that account, then floods the server. Covers: every request completes
 after real 429s, and each retry waited at least the server's Retry-After; a POST, which
 sro otherwise sends once, is retried after a 429 (the server refused it before doing
 anything) and the audit log shows exactly one successful create per object; reflectors
-started during the flood sync, their watches included, waiting out each Retry-After.
+started during the flood sync, their watches included, waiting out each Retry-After; a
+fenced write refused with 429 is not sent again once the lease is gone.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import ssl
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit
 
 from sro import errors, settings
+from sro.apply import ssa
 from sro.cache import projections, store
 from sro.kube import discovery, http
 from sro.observe import metrics
@@ -299,3 +301,51 @@ async def test_reflectors_started_in_a_flood_sync_after_their_watches_wait_out_r
         print(f"\n20 reflectors in a flood: {watch_429:.0f} watches answered 429")
         assert watch_429 >= 1, "no watch met a 429"
         assert_waited_out(api, m)
+
+
+async def test_a_write_waiting_out_a_429_is_not_sent_again_once_the_lease_is_gone(
+    throttled: Throttled,
+) -> None:
+    """The fence is asked before every attempt: the lease is taken to be lost at the first
+    429, so no write refused then goes out again, and none starts after. Each write has a
+    writer of its own whose fence counts its "yes" answers: one before the write, one per
+    attempt sent."""
+    m = metrics.Metrics()
+    names = [f"fenced-{i:02d}" for i in range(60)]
+    allowed: dict[str, int] = dict.fromkeys(names, 0)
+    async with await connect(throttled, m) as api:
+        d = discovery.Discovery(api)
+
+        def fence(name: str) -> Callable[[], bool]:
+            def leads() -> bool:
+                if api.waits:  # the first 429 ends the lease
+                    return False
+                allowed[name] += 1
+                return True
+
+            return leads
+
+        results = await asyncio.gather(
+            *(
+                ssa.Writer(api=api, discovery=d, fence=fence(n)).create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {"name": n, "namespace": throttled.namespace},
+                    }
+                )
+                for n in names
+            ),
+            return_exceptions=True,
+        )
+    outcome = dict(zip(names, results, strict=True))
+    unexpected = {n: r for n, r in outcome.items() if not isinstance(r, dict | errors.NotLeader)}
+    assert not unexpected
+    sent = {n: max(0, count - 1) for n, count in allowed.items()}
+    posts = m.total("sro_api_requests_total", verb="post")
+    assert sum(sent.values()) == posts, "every attempt went out through the fence"
+    assert max(sent.values()) == 1, "a write refused with 429 went out again"
+    refused_then_fenced = [n for n, r in outcome.items() if isinstance(r, errors.NotLeader) and sent[n] == 1]
+    assert refused_then_fenced, "no write met a 429 and then the fence"
+    assert m.total("sro_api_requests_total", verb="post", code="429") == len(refused_then_fenced)
+    assert all(sent[n] == 1 for n, r in outcome.items() if isinstance(r, dict))
