@@ -1,0 +1,422 @@
+"""One operator for the hostile-input suite, and monitors that watch it for the suite's whole run.
+
+A hostile input can hurt the operator without failing its own case: a render that holds
+the event loop delays ``/healthz`` and the Lease renewal, a crash restarts the process, a
+stuck worker starves every other SpecialResource, a careless delete removes a tenant's
+object. So every case in ``test_hostile_*.py`` ends with ``Env.after_case``, which asks
+the monitors that ran in the background since the suite began: same pid and alive,
+``/healthz`` always answered within a second, the Lease renewed within its renew
+deadline with no change of holder, no planted foreign object touched, and a canary
+SpecialResource still reconciling a spec change within ten seconds.
+
+The operator runs as a ServiceAccount bound to exactly the Deployment's ClusterRole
+(``manifests/rbac/manager_role.yaml``), so a kind outside it is really refused a list,
+and with leader election on, in a namespace of its own, so its renewals can be watched.
+The session's operator (cluster-admin, no Lease) is stopped meanwhile: one writer at a
+time; it is started again after the last hostile module.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import specialresources as srs
+import yaml
+from hostile_monitors import HealthProbe, LeaseWatch
+from operator_process import REPO, Operator
+from support import cluster as cluster_mod
+from support import waiting
+
+OPERATOR_NAMESPACE = "sro-system"  # sro run's --namespace: where ConfigMap recipes live
+RECIPE_LABEL = "sro.dev/recipe"
+RENEW_DEADLINE = 10.0  # settings.LeaseSettings.renew_deadline
+CANARY_WITHIN = 10.0  # seconds the canary may take to reconcile a spec change
+OWNED_KINDS = (
+    "configmaps,serviceaccounts,services,daemonsets,deployments,jobs,pods,roles,rolebindings,"
+    "clusterroles,clusterrolebindings,priorityclasses"
+)
+UBUNTU = {"count": 1, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}
+
+GOOD_RECIPE = """\
+description: a good drop-in recipe
+nodeSelector:
+  kubernetes.io/os: linux
+defaults:
+  touch: "0"
+states:
+  - name: state-config
+"""
+GOOD_CONFIGMAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: greeting
+data:
+  touch: "{{ set.touch }}"
+"""
+GOOD_FILES = {"recipe.yaml": GOOD_RECIPE, "state-config/configmap.yaml": GOOD_CONFIGMAP}
+
+
+def short(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class Planted:
+    """A foreign object planted to prove sro neither deletes nor adopts it."""
+
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+
+
+# -- the environment ---------------------------------------------------------------------------
+
+
+@dataclass
+class Env:
+    """The suite's operator, its monitors, its canary and what the cases made."""
+
+    cluster: cluster_mod.Cluster
+    operator: Operator
+    lease_namespace: str
+    group: str
+    node: str
+    tenant_namespace: str
+    health: HealthProbe
+    lease: LeaseWatch
+    pid: int
+    canary: str = ""
+    touches: int = 0
+    srs_made: list[str] = field(default_factory=list)
+    recipe_configmaps: list[str] = field(default_factory=list)
+    planted: list[Planted] = field(default_factory=list)
+    stops: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def selector(self) -> dict[str, str]:
+        return {srs.GROUP_LABEL: self.group}
+
+    # -- recipes and SpecialResources -------------------------------------------------------
+
+    def dir_recipe(self, name: str, files: Mapping[str, str | bytes]) -> Path:
+        """A drop-in recipe directory (relative path -> text or bytes), replacing any before."""
+        root = self.operator.recipes_dir / name
+        for rel, content in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+        return root
+
+    def cm_recipe(self, name: str, files: Mapping[str, str]) -> str:
+        """A ConfigMap recipe ``name`` in the operator's namespace (created or replaced)."""
+        data = {rel.replace("/", "__"): text for rel, text in files.items()}
+        body = {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE, "labels": {RECIPE_LABEL: name}},
+            "data": data,
+        }
+        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(body))
+        if name not in self.recipe_configmaps:
+            self.recipe_configmaps.append(name)
+        return f"configmap/{OPERATOR_NAMESPACE}/{name}"
+
+    def sr(self, name: str, recipe: str, **spec: Any) -> str:
+        body = srs.manifest(name, recipe=recipe, node_selector=spec.pop("node_selector", self.selector),
+                            set_values=spec.pop("set_values", None), extra_spec=spec)
+        self.srs_made.append(name)
+        srs.create(self.cluster, body)
+        return name
+
+    def sr_text(self, name: str, text: str) -> str:
+        """A SpecialResource from raw JSON text (what ``json.dumps`` cannot write)."""
+        self.srs_made.append(name)
+        self.cluster.kubectl("create", "-f", "-", input=text)
+        return name
+
+    def patch_sr(self, name: str, patch: Mapping[str, Any]) -> None:
+        self.cluster.kubectl("patch", "sr", name, "--type=merge", "-p", json.dumps(patch))
+
+    def status(self, name: str) -> dict[str, Any]:
+        """The status alone (a body nested past Python's JSON recursion limit stays unread)."""
+        out = self.cluster.kubectl("get", "sr", name, "-o", "jsonpath={.status}").stdout
+        found: dict[str, Any] = json.loads(out) if out.strip() else {}
+        return found
+
+    def exists(self, name: str) -> bool:
+        return self.cluster.kubectl("get", "sr", name, "-o", "name", check=False).returncode == 0
+
+    async def degraded(self, name: str, reason: str, *, within: float = 30) -> dict[str, Any]:
+        """The Degraded condition once it is True with ``reason`` (Ready False with it too)."""
+        def check() -> dict[str, Any] | None:
+            status = self.status(name)
+            cond = srs.condition(status, "Degraded")
+            ready = srs.condition(status, "Ready")
+            if cond.get("status") == "True" and cond.get("reason") == reason == ready.get("reason"):
+                return cond
+            return None
+
+        found: dict[str, Any] = await waiting.wait_for(
+            check, timeout=within, interval=0.3, message=f"{name} Degraded with {reason}")
+        return found
+
+    async def ready(self, *names: str, within: float = 30) -> None:
+        def check() -> list[str]:
+            return [n for n in names if not srs.ready_condition(self.status(n))]
+
+        await waiting.wait_for(lambda: not check(), timeout=within, interval=0.3,
+                               message=f"Ready: {names}")
+
+    def written(self, name: str, *, state: str | None = None) -> list[str]:
+        """Objects labelled as ``name``'s (of ``state`` if given; planted ones aside) and its node labels."""
+        selector = f"{srs.OWNER}={name}" + (f",sro.dev/state={state}" if state else "")
+        found = self.cluster.kubectl_json("get", OWNED_KINDS, "-A", "-l", selector)["items"]
+        planted = {(p.namespace, p.name) for p in self.planted}
+        out = [f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in found
+               if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) not in planted]
+        if state is None:
+            for node in srs.nodes(self.cluster, self.selector):
+                out += [f"node label {k}" for k in srs.sr_labels(node, name)]
+        return out
+
+    def namespace_exists(self, name: str) -> bool:
+        return self.cluster.kubectl("get", "namespace", name, check=False).returncode == 0
+
+    def assert_nothing_written(self, name: str) -> None:
+        assert self.written(name) == [], f"{name} wrote something: {self.written(name)}"
+        assert not self.namespace_exists(name), f"the operand namespace {name} was created"
+
+    # -- foreign objects ----------------------------------------------------------------------
+
+    def plant(self, owner: str, *, name: str | None = None, data: Mapping[str, str] | None = None,
+              finalizers: list[str] | None = None, namespace: str | None = None) -> Planted:
+        """A tenant's ConfigMap labelled ``sro.dev/owner: owner``, without sro's reference."""
+        meta: dict[str, Any] = {"name": name or short("tenant"), "labels": {srs.OWNER: owner},
+                                "namespace": namespace or self.tenant_namespace}
+        if finalizers:
+            meta["finalizers"] = finalizers
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data or {"k": "v"})}
+        made = json.loads(self.cluster.kubectl("create", "-o", "json", "-f", "-",
+                                               input=json.dumps(body)).stdout)
+        planted = Planted("configmap", meta["name"], meta["namespace"], made["metadata"]["uid"],
+                          made["metadata"]["resourceVersion"])
+        self.planted.append(planted)
+        return planted
+
+    def untouched(self, *planted: Planted) -> None:
+        """Each planted object is still there, unwritten and unowned (one list per namespace)."""
+        for namespace in sorted({p.namespace for p in planted}):
+            template = ('{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion} '
+                        '{.metadata.ownerReferences}{"\\n"}{end}')
+            out = self.cluster.kubectl("get", "configmaps", "-n", namespace, "-o",
+                                       f"jsonpath={template}").stdout
+            live = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+            for one in (p for p in planted if p.namespace == namespace):
+                assert one.name in live, f"{namespace}/{one.name} was deleted"
+                assert live[one.name] == [one.uid, one.resource_version], (
+                    f"{namespace}/{one.name} was written to or made again: {live[one.name]}")
+
+    # -- what every case ends with --------------------------------------------------------------
+
+    def assert_healthy(self) -> None:
+        op = self.operator
+        assert op.alive() and op.proc is not None and op.proc.pid == self.pid and op.starts == 1, (
+            f"the operator restarted or died:\n{op.log_tail()}"
+        )
+        assert self.health.probes > 0 and not self.health.failures, (
+            f"/healthz was slow or failed ({self.health.probes} probes): {self.health.failures[:10]}"
+        )
+        assert self.lease.max_gap < RENEW_DEADLINE, f"a Lease renewal gap of {self.lease.max_gap:.1f}s"
+        assert self.lease.since_last() < RENEW_DEADLINE, f"no renewal for {self.lease.since_last():.1f}s"
+        assert len(self.lease.holders()) == 1, f"the Lease changed holder: {self.lease.holders()}"
+        self.untouched(*self.planted)
+
+    async def canary_reconciles(self) -> None:
+        """Change the canary's spec; its new generation is reconciled and applied within 10 s."""
+        self.touches += 1
+        value = str(self.touches)
+        self.patch_sr(self.canary, {"spec": {"set": {"touch": value}}})
+        generation = int(self.cluster.kubectl("get", "sr", self.canary, "-o",
+                                              "jsonpath={.metadata.generation}").stdout)
+
+        def applied() -> bool:
+            status = self.status(self.canary)
+            made = self.cluster.kubectl_json("get", "configmap", "greeting", "-n", self.canary)
+            return status.get("observedGeneration", 0) >= generation and made["data"]["touch"] == value
+
+        await waiting.wait_for(applied, timeout=CANARY_WITHIN, interval=0.25,
+                               message=f"the canary reconciled generation {generation}")
+
+    async def after_case(self) -> None:
+        self.assert_healthy()
+        await self.canary_reconciles()
+        self.assert_healthy()
+
+    def summary(self) -> str:
+        return (f"healthz max {self.health.max_latency:.3f}s over {self.health.probes} probes; "
+                f"lease max renew gap {self.lease.max_gap:.1f}s over {len(self.lease.renewals)} renewals; "
+                f"slow /healthz answers: {self.health.slow[-20:]}")
+
+    def remove_srs(self, names: list[str]) -> None:
+        """Delete SpecialResources and wait until the operator let them go (forced if it never does)."""
+        if names:
+            self.cluster.kubectl("delete", "sr", *names, "--ignore-not-found", "--wait=false", check=False)
+        for name in names:
+            try:
+                waiting.wait_for_sync(lambda name=name: not self.exists(name), timeout=60,
+                                      interval=0.3, message=f"SpecialResource {name} deleted")
+            except AssertionError:
+                patch = json.dumps({"metadata": {"finalizers": None}})
+                self.cluster.kubectl("patch", "sr", name, "--type=merge", "-p", patch, check=False)
+                raise
+            finally:
+                if name in self.srs_made:
+                    self.srs_made.remove(name)
+
+
+# -- setting it up -------------------------------------------------------------------------------
+
+
+def _ca_data(kubeconfig: Path) -> str:
+    entry = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    if "certificate-authority-data" in entry:
+        return str(entry["certificate-authority-data"])
+    return base64.b64encode(Path(entry["certificate-authority"]).read_bytes()).decode()
+
+
+def _service_account_kubeconfig(cluster: cluster_mod.Cluster, namespace: str, base: Path) -> Path:
+    """A ServiceAccount with the Deployment's ClusterRole and a Lease Role; a kubeconfig with its token."""
+    account = "sro-hostile"
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f",
+                    str(REPO / "manifests" / "rbac" / "manager_role.yaml"))
+    rbac = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": namespace},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sro-manager"},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "leases", "namespace": namespace},
+         "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                    "verbs": ["get", "update", "create"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "leases", "namespace": namespace},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leases"},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
+    ]
+    cluster.kubectl("create", "-f", "-", input=yaml.safe_dump_all(rbac))
+    token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=2h").stdout.strip()
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "c", "cluster": {"server": cluster.server(),
+                                               "certificate-authority-data": _ca_data(cluster.kubeconfig)}}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": account}}],
+    }
+    path = base / "service-account.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _start(cluster: cluster_mod.Cluster, session_operator: Operator, base: Path) -> Env:
+    lease_namespace = short("sro-hx")
+    tenant = short("hx-tenant")
+    for ns in (lease_namespace, tenant):
+        cluster.kubectl("create", "namespace", ns)
+    cluster.kubectl("create", "namespace", OPERATOR_NAMESPACE, check=False)
+    kubeconfig = _service_account_kubeconfig(cluster, lease_namespace, base)
+    group = short("hx")
+    (node,) = cluster.add_nodes(srs.pool_inventory(group, [UBUNTU]))
+    recipes = base / "recipes"
+    recipes.mkdir()
+    op = Operator(kubeconfig=kubeconfig, recipes_dir=recipes, log_dir=base,
+                  extra_args=["--leader-elect", "true", "--leader-elect-namespace", lease_namespace])
+    session_operator.stop()
+    op.start()
+    assert op.proc is not None
+    waiting.wait_for_sync(
+        lambda: any(n == "sro_leader" and v == 1 for n, _, v in op.metrics()),
+        timeout=30, message="the hostile suite's operator took its Lease",
+    )
+    health = HealthProbe(f"http://127.0.0.1:{op.port}/healthz")
+    lease = LeaseWatch(cluster, namespace=lease_namespace)
+    env = Env(cluster=cluster, operator=op, lease_namespace=lease_namespace, group=group, node=node,
+              tenant_namespace=tenant, health=health, lease=lease, pid=op.proc.pid)
+    health.start()
+    lease.start()
+    env.dir_recipe("hx-canary", GOOD_FILES)
+    env.canary = env.sr(short("hx-canary"), "hx-canary")
+    env.plant(env.canary)
+    return env
+
+
+def _stop(env: Env, session_operator: Operator) -> None:
+    cluster = env.cluster
+    try:
+        env.remove_srs(list(env.srs_made))
+    finally:
+        for stop in env.stops:
+            stop()
+        env.health.stop()
+        env.lease.stop()
+        env.operator.stop()
+        print(f"hostile suite: {env.summary()}; operator log {env.operator.log_path}")
+        for name in env.recipe_configmaps:
+            cluster.kubectl("delete", "configmap", name, "-n", OPERATOR_NAMESPACE, "--ignore-not-found",
+                            "--wait=false", check=False)
+        for ns in (env.tenant_namespace, env.lease_namespace):
+            cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        cluster.kubectl("delete", "clusterrolebinding", env.lease_namespace, check=False)
+        cluster.delete_nodes([env.node])
+        session_operator.start()
+
+
+_SHARED: dict[str, Env] = {}
+
+
+def _later_hostile_modules(request: pytest.FixtureRequest) -> bool:
+    """Whether a hostile module is still to run after this one (then the operator stays)."""
+    items = request.session.items
+    here = request.node.path
+    last = max(i for i, item in enumerate(items) if item.path == here)
+    return any(item.path.name.startswith("test_hostile_") for item in items[last + 1:])
+
+
+@pytest.fixture(scope="module", name="hx")
+def hostile_env(
+    request: pytest.FixtureRequest,
+    cluster: cluster_mod.Cluster,
+    crd: None,
+    operator: Operator,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Env]:
+    """The shared hostile-suite environment; the SpecialResources a module made go after it."""
+    if "env" not in _SHARED:
+        _SHARED["env"] = _start(cluster, operator, tmp_path_factory.mktemp("hostile"))
+    env = _SHARED["env"]
+    before = set(env.srs_made)
+    try:
+        yield env
+        env.assert_healthy()
+    finally:
+        try:
+            env.remove_srs([n for n in env.srs_made if n not in before])
+        finally:
+            if not _later_hostile_modules(request):
+                del _SHARED["env"]
+                _stop(env, operator)
+
+
+__all__ = ["GOOD_CONFIGMAP", "GOOD_FILES", "GOOD_RECIPE", "Env", "hostile_env", "short"]
