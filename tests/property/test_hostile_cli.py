@@ -13,14 +13,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hostile_recipes import INVENTORY, REPO, Case, Ran, cases, run_sro
-from hypothesis import HealthCheck, given, settings
+from hostile_recipes import INVENTORY, REPO, VALUES_DOCUMENT, Case, Ran, cases, run_sro
+from hypothesis import HealthCheck, example, given, settings
+
+from sro.model import crd_limits
 
 pytestmark = pytest.mark.unit
 
 SECONDS_MAX = 15.0
 RSS_MAX_MIB = 400.0
-EXAMPLES = 12
+EXAMPLES = 20
 NAME = "hostile"
 SUITE = settings(
     max_examples=EXAMPLES,
@@ -74,8 +76,30 @@ def _lint_and_render(case: Case) -> None:
         check_render(rendered, recipe=recipe)
 
 
+def _known(doc: str, *, states: int = 1) -> Case:
+    """A case once found to break a bound, kept as an explicit example."""
+    names = [f"s{i}" for i in range(states)]
+    files = {"recipe.yaml": ("states:\n" + "".join(f"  - name: {n}\n" for n in names)).encode()}
+    files.update({f"{n}/doc.yaml": doc.encode() for n in names})
+    return Case(files=files, set_values={"x": "a\n---\n&b *c [", "y": "'\"]}"})
+
+
+FORMAT_BOMB = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm
+  namespace: x
+data:
+  b: {{ "{0:>999999999}".format(1) }}
+"""
+VALUES = VALUES_DOCUMENT.format(annotation='sro.dev/wait-for-logs: "(a+)+$"')
+
+
 @pytest.mark.timeout(150)
 @SUITE
+@example(case=_known(FORMAT_BOMB))
+@example(case=_known(VALUES))
+@example(case=_known(VALUES, states=crd_limits.STATES_MAX + 1))
 @given(case=cases())
 def test_lint_and_render_of_a_hostile_recipe_end_cleanly(case: Case) -> None:
     _lint_and_render(case)
