@@ -63,6 +63,26 @@ def contains(live: Any, want: Any) -> bool:
     return bool(want == live)
 
 
+def already_sent(
+    desired: Mapping[str, Any],
+    *,
+    sent: tuple[str, int] | None,
+    cached_version: int | None,
+    kind_lagging: bool,
+) -> bool:
+    """Whether this process already applied exactly ``desired`` (``sent``: the body's hash and
+    the resourceVersion the apply returned) and the cache has not shown that write yet: it
+    holds the object at an older version, or (``cached_version`` None) not at all while the
+    kind's cache lags behind this process's writes. ``needs_apply`` would then say yes on
+    every pass until the watch delivers the write; that write's own watch event (or the
+    object's deletion, if someone deleted it since) brings the next pass, so nothing waits."""
+    if sent is None or sent[0] != desired_hash(desired):
+        return False
+    if cached_version is None:
+        return kind_lagging
+    return cached_version < sent[1]
+
+
 def needs_apply(desired: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
     """Whether applying ``desired`` over ``live`` (None: absent) would change anything."""
     if live is None:

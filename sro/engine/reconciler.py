@@ -52,6 +52,7 @@ class _Memory:
     logs: dict[str, Mapping[str, str]] = field(default_factory=dict)
     transient: finish.Transient | None = None
     summary: tuple[object, ...] = ()  # what peers saw of it last time (see _note_summary)
+    sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,7 +208,11 @@ class Engine:
             opening=planned.opening,
             blocks=planned.blocks,
             limit=self._settings.write_concurrency,
+            sent=memory.sent,
+            lagging=seen.lagging,
         )
+        kept = {o.ref for o in wanted.objects}
+        memory.sent = {ref: h for ref, h in memory.sent.items() if ref in kept}
         deleted = await writes.delete_objects(
             self._writer, planned.delete, sr_name=sr.name, limit=self._settings.write_concurrency
         )

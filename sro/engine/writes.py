@@ -18,7 +18,7 @@ retry with backoff and show it; other states go on in both cases.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,8 +75,16 @@ async def apply_objects(
     opening: frozenset[str],
     blocks: Mapping[str, frozenset[str]],
     limit: int = waves.DEFAULT_LIMIT,
+    sent: MutableMapping[desired.ObjectRef, tuple[str, int]] | None = None,
+    lagging: frozenset[tuple[str, str]] = frozenset(),
 ) -> WriteReport:
     """Apply the plan's objects in its order; dry-run the plan's ``opening`` states first.
+
+    ``sent`` remembers each body this process applied (its hash and the resourceVersion the
+    apply returned): while the cache has not shown that write (the cached object is older,
+    or absent while its kind is ``lagging``), the same body is not sent again
+    (``diff.already_sent``), so a watch down for seconds does not turn every pass into the
+    same apply again.
 
     A state whose dry-run or write is refused for good is not written, and neither are the
     states the plan says it ``blocks``; each object is sent only when ``apply.diff`` says
@@ -89,6 +97,7 @@ async def apply_objects(
     operand namespace, which sro created). Both are ``ForeignObject`` failures.
     """
     bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
+    memory = sent if sent is not None else {}
     failures: list[outcomes.Failure] = []
     blocked: set[str] = set()
     applied = 0
@@ -118,10 +127,16 @@ async def apply_objects(
             failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=refusal, source=obj.source))
             blocked.update((obj.state, *blocks.get(obj.state, ())))
             return
+        kind_lags = (obj.ref.api_version, obj.ref.kind) in lagging
+        cached = _version(current.resource_version) if current is not None else None
+        if diff.already_sent(body, sent=memory.get(obj.ref), cached_version=cached, kind_lagging=kind_lags):
+            return
         if not diff.needs_apply(body, current.body if current is not None else None):
             return
         try:
-            await writer.apply(diff.stamped(body))
+            answer = await writer.apply(diff.stamped(body))
+            returned = _version(str((answer.get("metadata") or {}).get("resourceVersion", "")))
+            memory[obj.ref] = (diff.desired_hash(body), returned)
             applied += 1
         except errors.SroError as exc:
             failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
@@ -193,6 +208,13 @@ async def delete_objects(
 
     await waves.in_waves(deletions, wave=lambda d: lifecycle.kind_rank(d.ref.kind), run=delete, limit=limit)
     return WriteReport(deleted=deleted, failures=_in_order(failures))
+
+
+def _version(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
 
 
 def _in_order(failures: Sequence[outcomes.Failure]) -> tuple[outcomes.Failure, ...]:

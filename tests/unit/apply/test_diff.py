@@ -70,3 +70,22 @@ def test_the_hash_ignores_key_order_and_its_own_annotation() -> None:
 def test_booleans_are_not_numbers() -> None:
     assert not diff.contains({"a": 1}, {"a": True})
     assert diff.contains({"a": 1.0}, {"a": 1})
+
+
+def test_a_body_already_sent_is_not_sent_again_until_the_cache_shows_that_write() -> None:
+    sent = (diff.desired_hash(DESIRED), 120)
+    assert diff.already_sent(DESIRED, sent=sent, cached_version=100, kind_lagging=True)
+    assert diff.already_sent(DESIRED, sent=sent, cached_version=100, kind_lagging=False)
+    assert diff.already_sent(DESIRED, sent=sent, cached_version=None, kind_lagging=True), (
+        "not yet seen at all"
+    )
+
+
+def test_a_cache_that_shows_the_write_a_changed_body_or_nothing_sent_decide_as_usual() -> None:
+    sent = (diff.desired_hash(DESIRED), 120)
+    changed = copy.deepcopy(DESIRED)
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "i:2"
+    assert not diff.already_sent(DESIRED, sent=sent, cached_version=120, kind_lagging=True)
+    assert not diff.already_sent(DESIRED, sent=sent, cached_version=None, kind_lagging=False), "deleted since"
+    assert not diff.already_sent(changed, sent=sent, cached_version=100, kind_lagging=True)
+    assert not diff.already_sent(DESIRED, sent=None, cached_version=100, kind_lagging=True)
