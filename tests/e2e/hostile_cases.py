@@ -76,6 +76,7 @@ async def check(hx: Env, launched: Launched, case_id: str) -> dict[str, Any]:
     case = launched.cases[case_id]
     name = launched.name(case_id)
     cond = await hx.degraded(name, case.reason)
+    print(f"{case_id}: {cond['message']}")
     assert case.where in cond["message"], cond["message"]
     assert case.text in cond["message"], cond["message"]
     if case.reason == "ApplyFailed":  # the namespace exists; the refused state is unwritten

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import datetime
 import subprocess
+import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 
 from support import cluster as cluster_mod
 
@@ -20,8 +18,29 @@ HEALTH_LIMIT = 1.0
 """Seconds ``/healthz`` may take to answer, ever."""
 
 
+_PROBE = """
+import sys, time, urllib.request
+url, every = sys.argv[1], float(sys.argv[2])
+while True:
+    began = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            resp.read()
+            what = "ok" if resp.status == 200 else f"status-{resp.status}"
+    except OSError as exc:
+        what = type(exc).__name__
+    latency = time.monotonic() - began
+    print(f"{time.strftime('%H:%M:%S')} {latency:.3f} {what}", flush=True)
+    time.sleep(max(0.0, every - latency))
+"""
+
+
 class HealthProbe:
-    """``GET /healthz`` every ``every`` seconds in a thread; the slowest answer and every failure."""
+    """``GET /healthz`` every ``every`` seconds; the slowest answer and every failure.
+
+    The requests come from a process of their own, so what they measure is the operator's
+    answer, not the test process's own pauses (its threads share one interpreter lock).
+    """
 
     def __init__(self, url: str, *, every: float = 0.2) -> None:
         self.url = url
@@ -30,34 +49,32 @@ class HealthProbe:
         self.probes = 0
         self.failures: list[str] = []
         self.slow: list[str] = []  # answers over a quarter of the limit, for the report
-        self._stop = threading.Event()
+        self._proc: subprocess.Popen[str] | None = None
         self._thread = threading.Thread(target=self._run, name="healthz-probe", daemon=True)
 
     def start(self) -> None:
+        self._proc = subprocess.Popen([sys.executable, "-c", _PROBE, self.url, str(self.every)],
+                                      stdout=subprocess.PIPE, text=True)
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        if self._proc is not None:
+            self._proc.terminate()  # the probe this monitor started, by its handle
+            self._thread.join(timeout=10)
+            self._proc.wait(timeout=10)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            began = time.monotonic()
-            try:
-                with urllib.request.urlopen(self.url, timeout=5) as resp:
-                    ok = resp.status == 200
-                    resp.read()
-                what = "" if ok else f"status {resp.status}"
-            except (urllib.error.URLError, OSError) as exc:
-                what = f"{type(exc).__name__}: {exc}"
-            latency = time.monotonic() - began
-            self.probes += 1
-            self.max_latency = max(self.max_latency, latency)
-            if latency >= HEALTH_LIMIT / 4:
-                self.slow.append(f"{time.strftime('%H:%M:%S')} {latency:.2f}s")
-            if what or latency >= HEALTH_LIMIT:
-                self.failures.append(f"{time.strftime('%H:%M:%S')} {what or f'took {latency:.2f}s'}")
-            self._stop.wait(max(0.0, self.every - latency))
+        assert self._proc is not None and self._proc.stdout is not None
+        with self._proc.stdout:
+            for line in self._proc.stdout:
+                stamp, seconds, what = line.split()
+                latency = float(seconds)
+                self.probes += 1
+                self.max_latency = max(self.max_latency, latency)
+                if latency >= HEALTH_LIMIT / 4:
+                    self.slow.append(f"{stamp} {latency:.2f}s")
+                if what != "ok" or latency >= HEALTH_LIMIT:
+                    self.failures.append(f"{stamp} {what} after {latency:.2f}s")
 
 
 def _renew_time(text: str) -> datetime.datetime:
@@ -84,23 +101,22 @@ class LeaseWatch:
         self._stop.set()
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()  # the watch this monitor started, by its handle
-            self._proc.wait(timeout=10)
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
         template = '{.spec.renewTime} {.spec.holderIdentity}{"\\n"}'
-        while not self._stop.is_set():
-            self._proc = subprocess.Popen(
-                [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}", "get", "lease",
-                 self.name, "-n", self.namespace, "-w", "-o", f"jsonpath={template}"],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            )
-            assert self._proc.stdout is not None
-            for line in self._proc.stdout:
-                parts = line.split()
-                if len(parts) == 2:
-                    self._record(_renew_time(parts[0]), parts[1])
-            self._proc.wait()
+        command = [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}", "get", "lease",
+                   self.name, "-n", self.namespace, "-w", "-o", f"jsonpath={template}"]
+        while not self._stop.is_set():  # a watch the server ends is opened again
+            with subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            ) as proc:
+                self._proc = proc
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    parts = line.split()
+                    if len(parts) == 2:
+                        self._record(_renew_time(parts[0]), parts[1])
             self._stop.wait(0.5)
 
     def _record(self, renewed: datetime.datetime, holder: str) -> None:

@@ -86,17 +86,18 @@ CASES = {
     "a-reserved-label": Case({"state-config/configmap.yaml": RESERVED}, "RecipeInvalid",
                              "state-config/configmap.yaml:2", "labels under sro.dev/"),
     "an-object-in-another-namespace": Case({"state-config/configmap.yaml": ELSEWHERE}, "RecipeInvalid",
-                                           "state-config/configmap.yaml:", "kube-system"),
+                                           "state-config/configmap.yaml:5", "names namespace 'kube-system'"),
     "a-kind-the-operator-may-not-list": Case(
         {"recipe.yaml": TWO_STATES, "state-more/networkpolicy.yaml": NETWORK_POLICY}, "ApplyFailed",
-        "state-more/networkpolicy.yaml", "forbidden", wrote=("state-config",)),
+        "state-more/networkpolicy.yaml:1", 'cannot list resource "networkpolicies"', wrote=("state-config",)),
     "a-kind-not-served": Case({"state-config/widget.yaml": WIDGET}, "RecipeInvalid",
                               "state-config/widget.yaml:2", "not served"),
-    "more-states-than-the-status-holds": Case(MANY_STATES, "RecipeInvalid", "recipe.yaml:",
+    "more-states-than-the-status-holds": Case(MANY_STATES, "RecipeInvalid", "recipe.yaml:3",
                                               f"{MANY} states, more than the 64"),
     "a-misspelt-field": Case(
         {"recipe.yaml": TWO_STATES, "state-more/deployment.yaml": MISSPELT}, "ApplyFailed",
-        "state-more/deployment.yaml:1", "imagePullPolicyy", wrote=("state-config",)),
+        "state-more/deployment.yaml:1", "imagePullPolicyy: field not declared in schema",
+        wrote=("state-config",)),
     "no-recipe-yaml": Case({"recipe.yaml": None}, "RecipeInvalid", "recipe.yaml", "recipe.yaml is missing"),
 }
 

@@ -41,19 +41,19 @@ BOMBS = {
         {"state-config/lol.yaml": BILLION_LAUGHS}, "RecipeInvalid", "state-config/lol.yaml:1",
         "once its aliases are expanded"),
     "billion-laughs-in-recipe-yaml-from-a-configmap": Case(
-        {"recipe.yaml": RECIPE_HEAD + LAUGHS + "\n" + RECIPE_TAIL}, "RecipeInvalid", "/recipe.yaml:",
+        {"recipe.yaml": RECIPE_HEAD + LAUGHS + "\n" + RECIPE_TAIL}, "RecipeInvalid", "/recipe.yaml:1",
         "once its aliases are expanded", source="cm"),
     "merge-key-bomb-in-a-template": Case(
         {"state-config/merge.yaml": MERGE_BOMB}, "RecipeInvalid", "state-config/merge.yaml:1",
         "merge keys (<<) are not supported"),
     "merge-key-bomb-in-recipe-yaml-from-a-configmap": Case(
         {"recipe.yaml": RECIPE_HEAD + MERGE_BOMB.split("\ndata:\n")[1] + RECIPE_TAIL}, "RecipeInvalid",
-        "/recipe.yaml:", "merge keys (<<) are not supported", source="cm"),
+        "/recipe.yaml:7", "merge keys (<<) are not supported", source="cm"),
     "nesting-5000-deep-in-a-template": Case(
         {"state-config/deep.yaml": DEEP_DOCUMENT}, "RecipeInvalid", "state-config/deep.yaml:1",
         "nested deeper than 100 levels"),
     "nesting-5000-deep-in-recipe-yaml-from-a-configmap": Case(
-        {"recipe.yaml": RECIPE_HEAD + f"  deep: {DEEP}\n" + RECIPE_TAIL}, "RecipeInvalid", "/recipe.yaml:",
+        {"recipe.yaml": RECIPE_HEAD + f"  deep: {DEEP}\n" + RECIPE_TAIL}, "RecipeInvalid", "/recipe.yaml:6",
         "nested deeper than 100 levels", source="cm"),
     "an-alias-inside-itself": Case(
         {"state-config/loop.yaml": RECURSIVE}, "RecipeInvalid", "state-config/loop.yaml:1",
