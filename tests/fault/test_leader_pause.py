@@ -10,6 +10,7 @@ form: a pause in the converge and kernel phases of five rounds.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import faults
@@ -29,6 +30,7 @@ async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(
     await fleet.wait_leader()
     counts: Counter[str] = Counter()
     paused: list[str] = []
+    thawed: dict[str, float] = {}  # user -> when it got SIGCONT
 
     async def freeze() -> str:
         leader = await fleet.wait_leader()
@@ -37,6 +39,7 @@ async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(
         counts["leader SIGSTOP"] += 1
         paused.append(leader.user)
         what = await faults.pause(leader, seconds=PAUSE)
+        thawed[leader.user] = time.time()
         # Thawed, it must find out and leave (exit 1); a standby leads instead.
         await waiting.wait_for(
             lambda: not leader.alive(), timeout=40, message=f"{leader.user} exits after thaw"
@@ -66,3 +69,9 @@ async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(
     REPORT.append("  " + totals.line())
     lost = {e.user for e in fleet.exits if e.lost_lease and e.code == 1}
     assert set(paused) <= lost, "every frozen leader left with 'lost the lease'"
+    # Stricter than the verdict: once thawed, a frozen leader sends nothing at all, not even
+    # a Lease write (it reads the Lease, sees another holder, and leaves).
+    writes = verdict.audit.read(rig.cluster.audit_log)
+    late = [w for w in writes if w.user in thawed and w.time >= verdict.utc(thawed[w.user])]
+    assert not late, late
+    REPORT.append(f"  writes by a frozen leader after its thaw: {len(late)}")

@@ -35,7 +35,7 @@ from simcluster import audit
 DS_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
 
 
-def _utc(t: float) -> datetime.datetime:
+def utc(t: float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(t, datetime.UTC)
 
 
@@ -155,8 +155,8 @@ def repeated_events(events: Sequence[dict[str, Any]], *, round_: lifecycle.Round
     for i, record in enumerate(records):
         # A phase owns the Events from its action until the next phase's action (its last
         # transition's Event may come just after the test saw the phase done).
-        start = _utc(record.started)
-        end = _utc(records[i + 1].started) if i + 1 < len(records) else _utc(record.ended + 5)
+        start = utc(record.started)
+        end = utc(records[i + 1].started) if i + 1 < len(records) else utc(record.ended + 5)
         in_phase = Counter(
             (e.get("reason", ""), e.get("note", ""))
             for e in events
@@ -176,9 +176,9 @@ def judge(
     since: float,
 ) -> Totals:
     """Fails the test with every violation found; returns the totals for the report."""
-    everything = [w for w in audit.read(cluster.audit_log) if w.time >= _utc(since)]
+    everything = [w for w in audit.read(cluster.audit_log) if w.time >= utc(since)]
     mine = sro_writes(everything, fleet=fleet)
-    taken = [(u, at) for u, at in acquisitions(mine, fleet=fleet, rec=rec) if at >= _utc(since)]
+    taken = [(u, at) for u, at in acquisitions(mine, fleet=fleet, rec=rec) if at >= utc(since)]
     problems: list[str] = []
     problems += [f"write after takeover: {p}" for p in writes_after_takeover(mine, taken=taken)]
     unknown = [u for u, _ in taken if u.startswith("unknown:")]
