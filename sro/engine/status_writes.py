@@ -50,9 +50,12 @@ class StatusWriter:
         self._writer = writer
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._clock = clock
-        # SpecialResource name -> resourceVersion of its last status write: the
-        # transition the Events emitted next belong to (one key is never reconciled
-        # by two workers at once, and emit follows write_status within a pass).
+        # SpecialResource name -> fingerprint of the status it last wrote: the transition
+        # the Events emitted next belong to (one key is never reconciled by two workers
+        # at once, and emit follows write_status within a pass). The status itself, not
+        # the resourceVersion the write returned: any other write to the object (a
+        # label, a finalizer) between a pass and its retry changes the version, and the
+        # retried pass would post its Events again under new names.
         self._transitions: dict[str, str] = {}
 
     async def write_status(
@@ -63,10 +66,7 @@ class StatusWriter:
             return False
         answer = await self._writer.apply_status(_ref(name), status)
         version = str((answer.get("metadata") or {}).get("resourceVersion", "") or "")
-        if version:
-            self._transitions[name] = version
-        else:
-            self._transitions.pop(name, None)
+        self._transitions[name] = summary.fingerprint(status)
         log.debug("status written", sr=name, state=status.get("state", ""), resource_version=version)
         return True
 

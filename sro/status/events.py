@@ -160,13 +160,13 @@ _SUFFIX_LEN = 16
 def name(event: Event, *, sr_name: str, sr_uid: str, transition: str) -> str:
     """The Event's name: the SpecialResource's name and a digest of which SpecialResource
     (its uid, so a namesake recreated later never collides), which transition
-    (``transition``: the resourceVersion of the status write that recorded it, which a
-    no-op re-apply of the same status returns unchanged) and which Event of it.
+    (``transition``: the fingerprint of the status written that recorded it,
+    ``summary.fingerprint``) and which Event of it.
 
     The same Event of the same transition always gets the same name, so a POST sent
     again after a lost answer, or by a reconcile retried before the cache showed the
     written status, is refused as AlreadyExists instead of posted twice; a later
-    transition, even to an identical status, has a new resourceVersion and a new name.
+    transition to the same phase has new condition transition times, so another name.
     """
     key = "\x00".join((sr_uid, transition, event.type, event.reason, event.message))
     digest = hashlib.sha256(key.encode()).hexdigest()[:_SUFFIX_LEN]

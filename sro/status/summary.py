@@ -9,6 +9,7 @@ printer column; ``ready`` is ``complete/selected`` for the READY column.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -340,6 +341,13 @@ def status_for_management(
 
 def _canonical(status: Mapping[str, Any]) -> str:
     return json.dumps(status, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def fingerprint(status: Mapping[str, Any]) -> str:
+    """A digest of ``status`` that ignores key order: what names the transition a written
+    status records (``sro.status.events.name``). Statuses carry their conditions'
+    transition times, so a later transition to the same phase has another fingerprint."""
+    return hashlib.sha256(_canonical(status).encode()).hexdigest()[:32]
 
 
 def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:

@@ -95,15 +95,26 @@ async def test_an_event_posted_again_is_already_there_and_there_once(
     assert [w.code for w in writes] == [201, 409]
 
 
+def ready_since(when: str) -> dict[str, Any]:
+    return {
+        "type": "Ready",
+        "status": "True",
+        "reason": "AllStatesComplete",
+        "message": "",
+        "lastTransitionTime": when,
+    }
+
+
 async def test_one_event_per_transition_through_the_status_writer(cluster: Any, specialresource: Any) -> None:
     name, uid = specialresource["metadata"]["name"], specialresource["metadata"]["uid"]
     async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
         statuses = status_writes.StatusWriter(ssa.Writer(api=api, discovery=discovery.Discovery(api)))
-        complete = {"state": "Ready", "phase": "Ready"}
+        complete = {"state": "Ready", "phase": "Ready", "conditions": [ready_since("2026-11-25T01:00:00Z")]}
         assert await statuses.write_status(name=name, current=None, status=complete)
         assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
-        # The same pass again, as a reconcile retried before its cache showed the status:
-        # the status apply is a no-op (same resourceVersion), so the Event has the same name.
+        # The same pass again, as a reconcile retried before its cache showed the status
+        # (and whatever else wrote to the object meanwhile): the same status, so the
+        # Event has the same name and is not posted twice.
         assert await statuses.write_status(name=name, current=None, status=complete)
         assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
         assert len(events_about(cluster, uid)) == 1
@@ -111,8 +122,9 @@ async def test_one_event_per_transition_through_the_status_writer(cluster: Any, 
         assert await statuses.write_status(
             name=name, current=complete, status={"state": "Progressing", "phase": "Progressing"}
         )
+        again = {**complete, "conditions": [ready_since("2026-11-25T02:00:00Z")]}
         assert await statuses.write_status(
-            name=name, current={"state": "Progressing", "phase": "Progressing"}, status=complete
+            name=name, current={"state": "Progressing", "phase": "Progressing"}, status=again
         )
         assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
     posted = events_about(cluster, uid)
