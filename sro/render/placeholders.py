@@ -29,6 +29,7 @@ from typing import Any
 import jinja2
 
 from sro.render import budget as budget_
+from sro.render import printed
 
 OPEN = "\ue000"
 """First character of a token (Unicode private use: never in real text, and plain in YAML)."""
@@ -63,7 +64,7 @@ class Table:
                 self._lengths[int(m[1])] - len(m[0]) for m in self._pattern.finditer(value)
             )
         else:
-            text = str(value)
+            text = printed.checked_text(value, what="printing a value")
             self._texts[index] = text
             length = len(text)
         budget_.current().spend(length)

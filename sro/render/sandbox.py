@@ -13,6 +13,7 @@ outside the placeholders of ``sro.render.placeholders``).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -26,7 +27,7 @@ import jinja2.nodes
 import jinja2.sandbox
 
 from sro.render import budget as budget_
-from sro.render import placeholders
+from sro.render import placeholders, printed
 
 MAX_INT_BITS = 16384
 """Largest integer an arithmetic operator may build. Error: ``an integer of more than
@@ -49,7 +50,12 @@ def _check_time() -> budget_.Budget:
 
 
 def _text_size(value: Any) -> int:
-    return len(value) if isinstance(value, str | bytes) else len(str(value))
+    """How long ``value``'s text would be (never building a container's text to find out)."""
+    return len(value) if isinstance(value, str | bytes) else printed.size(value, limit=_one_value())
+
+
+def _one_value() -> int:
+    return budget_.current().limits.output_bytes
 
 
 # --- format specifications ---------------------------------------------------------------
@@ -252,6 +258,7 @@ BOUNDED_FILTERS: dict[str, Callable[..., Any]] = {
     "urlize": _not_available("urlize"),
     "striptags": _not_available("striptags"),
     "xmlattr": _not_available("xmlattr"),
+    "pprint": _not_available("pprint"),  # its indentation grows with depth, past any sizing
     LOOP_FILTER: _loop,
 }
 
@@ -280,6 +287,9 @@ class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     def __init__(self, **options: Any) -> None:
         super().__init__(finalize=placeholders.finalize, **options)
         self.filters.update(BOUNDED_FILTERS)
+        # Every filter may turn its value into text (upper, trim, string, tojson ...): a
+        # container that would print to more than one value may have is refused first.
+        self.filters = {n: f if n == LOOP_FILTER else _guarded(n, f) for n, f in self.filters.items()}
         self.globals.pop("lipsum", None)
 
     def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
@@ -317,7 +327,7 @@ class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         return "".join(pieces)
 
     def join_checked(self, parts: tuple[Any, ...]) -> str:
-        texts = [str(p) for p in parts]
+        texts = [printed.checked_text(p, what="concatenation (~)") for p in parts]
         budget_.current().produce(sum(len(t) for t in texts), what="concatenation (~)")
         return "".join(texts)
 
@@ -343,6 +353,15 @@ class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         if isinstance(left, int) and isinstance(right, int) and right > 0:
             _bits(left.bit_length() * right)
         return left**right
+
+
+def _guarded(name: str, run: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(run)  # keeps Jinja's pass_context / pass_eval_context marks
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        printed.check_arguments((*args, *kwargs.values()), what=f"the {name} filter")
+        return run(*args, **kwargs)
+
+    return guarded
 
 
 def _bits(bits: int) -> None:
