@@ -358,12 +358,29 @@ class Teardown:
     done: bool
 
 
-def _namespace_going(seen: observed_.Observed, ref: desired.ObjectRef, holding: set[str]) -> bool:
-    """A Namespace being deleted that holds no object of sro's any more."""
-    return ref.kind == "Namespace" and seen.objects[ref].deleting and ref.name not in holding
+NAMESPACE_RELEASE = timedelta(seconds=60)
+"""How long teardown waits for an operand namespace being deleted that holds nothing of
+sro's any more. The API server empties it within seconds, and the finalizer promises
+nothing of the SpecialResource is left; but what still holds it after this long (a
+tenant's object with a finalizer of its own) is not sro's to wait for, and waiting
+would hold the SpecialResource forever."""
 
 
-def teardown(*, sr_name: str, seen: observed_.Observed) -> Teardown:
+def _namespace_going(
+    seen: observed_.Observed, ref: desired.ObjectRef, holding: set[str], *, now: datetime
+) -> bool:
+    """A Namespace being deleted for ``NAMESPACE_RELEASE`` already, holding no object of
+    sro's any more."""
+    live = seen.objects[ref]
+    if ref.kind != "Namespace" or not live.deleting or ref.name in holding:
+        return False
+    try:
+        return now - datetime.fromisoformat(live.deleted_at.replace("Z", "+00:00")) >= NAMESPACE_RELEASE
+    except (ValueError, TypeError):  # no time, or one without a zone: nothing to wait for
+        return True
+
+
+def teardown(*, sr_name: str, seen: observed_.Observed, now: datetime) -> Teardown:
     """For ``Removed`` and for deletion: delete every owned object, strip every node.
 
     The finalizer ``sro.dev/cleanup`` can go when ``done``: no owned object is left (not
@@ -379,10 +396,9 @@ def teardown(*, sr_name: str, seen: observed_.Observed) -> Teardown:
     changes = strip_nodes(sr_name, sorted(nodes.values(), key=lambda n: n.name))
     left = [ref for ref in seen.objects if not _controller_pod(seen, ref)]
     # A namespace being deleted with nothing of sro's left in it is the API server's to
-    # finish: what still holds it (a tenant's object with a finalizer of its own) is not
-    # sro's to wait for, and waiting would hold the SpecialResource forever.
+    # finish, usually in seconds; past NAMESPACE_RELEASE what holds it is not sro's.
     holding = {ref.namespace for ref in left if ref.namespace}
-    left = [ref for ref in left if not _namespace_going(seen, ref, holding)]
+    left = [ref for ref in left if not _namespace_going(seen, ref, holding, now=now)]
     # The finalizer may go only on caches that have seen every removal sro sent: a lagging
     # Node cache would show nodes just cleaned by the last pass as clean, and a lagging
     # one could also show labelled nodes as clean, leaving labels and taints behind forever.

@@ -77,6 +77,7 @@ class LiveObject:
     conditions: Mapping[str, ObjectCondition] = field(default_factory=lambda: MappingProxyType({}))
     phase: str = ""  # Namespace status.phase
     deleting: bool = False
+    deleted_at: str = ""  # metadata.deletionTimestamp, RFC 3339, while ``deleting``
     update_strategy: str = ""  # DaemonSet spec.updateStrategy.type ("RollingUpdate" when unset)
 
     @classmethod
@@ -108,6 +109,7 @@ class LiveObject:
             ),
             phase=str(status.get("phase", "") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
+            deleted_at=str(meta.get("deletionTimestamp") or ""),
             update_strategy=_update_strategy(body),
         )
 

@@ -6,8 +6,26 @@ Whole-plan scenarios (kernel moves, retries, departures) are in ``test_plan``.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
-from builders import K1, K2, NS, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
+from builders import (
+    K1,
+    K2,
+    NS,
+    SR,
+    T0,
+    bare_pod,
+    ds,
+    ds_pod,
+    live,
+    node,
+    node_pods,
+    obj,
+    seen,
+    states,
+    wanted,
+)
 
 from sro import errors
 from sro.model import progress, views
@@ -77,25 +95,34 @@ def test_objects_not_desired_are_stale_unless_already_going_or_made_by_a_control
 def test_teardown_counts_objects_being_deleted_as_not_yet_gone() -> None:
     pod = node_pods("validate", "s", ["n1"])[0]
     view = seen([node("n1")], objects=[live(pod, deleting=True)], pods=[bare_pod(pod)])
-    down = lifecycle.teardown(sr_name=SR, seen=view)
+    down = lifecycle.teardown(sr_name=SR, seen=view, now=T0)
     assert down.delete == ()
     assert not down.done
 
 
-def test_a_namespace_being_deleted_with_nothing_of_sros_left_does_not_hold_the_teardown() -> None:
-    # What still holds it (a tenant's object with its own finalizer) is not sro's to wait for.
+def _deleted(seconds_ago: float) -> str:
+    return (T0 - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_namespace_being_deleted_with_nothing_of_sros_left_holds_the_teardown_only_a_while() -> None:
+    # The API server empties it in seconds; what holds it longer (a tenant's object with
+    # its own finalizer) is not sro's to wait for.
     ns = obj("Namespace", NS, "s", namespace="", api_version="v1")
-    down = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[live(ns, deleting=True)]))
-    assert down.delete == ()
-    assert down.done
+    recent = live(ns, deleting=True, deleted_at=_deleted(5))
+    down = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[recent]), now=T0)
+    assert down.delete == () and not down.done
+    held = live(ns, deleting=True, deleted_at=_deleted(lifecycle.NAMESPACE_RELEASE.total_seconds()))
+    down = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[held]), now=T0)
+    assert down.delete == () and down.done
 
 
 def test_a_namespace_being_deleted_still_holding_an_object_of_sros_holds_the_teardown() -> None:
     ns = obj("Namespace", NS, "s", namespace="", api_version="v1")
     config = obj("ConfigMap", "c", "s", api_version="v1")
-    view = seen([node("n1")], objects=[live(ns, deleting=True), live(config, deleting=True)])
-    assert not lifecycle.teardown(sr_name=SR, seen=view).done
-    standing = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[live(ns)]))
+    old = _deleted(3600)
+    view = seen([node("n1")], objects=[live(ns, deleting=True, deleted_at=old), live(config, deleting=True)])
+    assert not lifecycle.teardown(sr_name=SR, seen=view, now=T0).done
+    standing = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[live(ns)]), now=T0)
     assert [d.ref for d in standing.delete] == [ns.ref] and not standing.done
 
 
@@ -105,7 +132,7 @@ def test_teardown_removes_only_this_srs_labels_and_recorded_taints() -> None:
     record = {"sro.dev/taints.gpu": '[{"effect": "NoSchedule", "key": "gpu", "value": "present"}]'}
     labels = {"gpu.sro.dev/s": "ready", "other.sro.dev/s": "ready", "kubernetes.io/os": "linux"}
     carrying = views.NodeView(name="n1", labels=labels, taints=(mine, admins), annotations=record)
-    down = lifecycle.teardown(sr_name=SR, seen=seen([carrying]))
+    down = lifecycle.teardown(sr_name=SR, seen=seen([carrying]), now=T0)
     (change,) = down.node_changes
     assert change.labels == {"gpu.sro.dev/s": None}
     assert change.taints == ()
