@@ -201,6 +201,12 @@ JINJA = [
     "{{ set.__class__.__init__.__globals__ }}",
     "{# comment #}",
     "{{ '\\n---\\n' }}",
+    "{{ [[1] * 100000] * 100000 }}",
+    "{{ ([[1] * 100000] * 100000) | tojson }}",
+    "{% set a = [1, 1] %}" + "{% set a = [a, a] %}" * 30 + "{{ a ~ '' }}",
+    "{% set a = 1 %}" + "{% set a = [a] %}" * 150 + "{{ a }}",
+    '{{ "{0:>999999999}".format(1) }}',
+    '{{ "{a:>999999999}".format_map({"a": 1}) }}',
     "{{ 'a: &x [*x]' }}",
 ]
 jinja_text = st.lists(st.one_of(st.sampled_from(JINJA), nasty_text), min_size=1, max_size=4).map("".join)

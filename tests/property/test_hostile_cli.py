@@ -92,12 +92,14 @@ metadata:
 data:
   b: {{ "{0:>999999999}".format(1) }}
 """
+PRINT_BOMB = FORMAT_BOMB.replace('"{0:>999999999}".format(1)', "[[1] * 100000] * 100000")
 VALUES = VALUES_DOCUMENT.format(annotation='sro.dev/wait-for-logs: "(a+)+$"')
 
 
 @pytest.mark.timeout(150)
 @SUITE
 @example(case=_known(FORMAT_BOMB))
+@example(case=_known(PRINT_BOMB))
 @example(case=_known(VALUES))
 @example(case=_known(VALUES, states=crd_limits.STATES_MAX + 1))
 @given(case=cases())
