@@ -70,7 +70,13 @@ async def test_a_file_that_is_not_utf8_breaks_only_its_own_specialresource(
     base = hx.sr(short("hx-base"), first)
     dependent = hx.sr(short("hx-dependent"), second, dependencies=[{"name": base}])
     await hx.ready(base, dependent)
+    rival = hx.sr(short("hx-rival"), first)  # the same recipe on the same node: loses to base
+    await hx.degraded(rival, "ConflictingNodeSelector")
     await check(hx, launched, "not-utf-8")
+    hx.patch_sr(rival, {"spec": {"set": {"touch": "moved"}}})
+    await waiting.wait_for(lambda: hx.status(rival).get("observedGeneration") == 2, timeout=10,
+                           message="the losing SpecialResource reconciled its change")
+    assert srs.condition(hx.status(rival), "Degraded")["reason"] == "ConflictingNodeSelector"
     # Peers summarise every SpecialResource, the broken one's recipe included: still reconciling.
     hx.patch_sr(dependent, {"spec": {"set": {"touch": "moved"}}})
     await waiting.wait_for(
