@@ -99,3 +99,12 @@ def check_arguments(values: tuple[Any, ...], *, what: str) -> None:
                 raise budget_.OverBudget(
                     f"{what} was given a value that prints to more than {budget.limits.output_bytes} bytes"
                 )
+
+
+def bounded(value: Any, *, what: str) -> Any:
+    """``value``, if it is no container or prints within one value's bound."""
+    if isinstance(value, CONTAINERS):
+        limit = budget_.current().limits.output_bytes
+        if size(value, limit=limit) > limit:
+            raise budget_.OverBudget(f"{what} would build a value that prints to more than {limit} bytes")
+    return value

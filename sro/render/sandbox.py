@@ -21,13 +21,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import jinja2
-import jinja2.compiler
 import jinja2.filters
 import jinja2.nodes
 import jinja2.sandbox
 
 from sro.render import budget as budget_
-from sro.render import placeholders, printed
+from sro.render import codegen, placeholders, printed
 
 MAX_INT_BITS = 16384
 """Largest integer an arithmetic operator may build. Error: ``an integer of more than
@@ -266,23 +265,12 @@ BOUNDED_FILTERS: dict[str, Callable[..., Any]] = {
 # --- the environment ---------------------------------------------------------------------
 
 
-class _CodeGenerator(jinja2.compiler.CodeGenerator):
-    """Jinja's code generator with ``~`` sent through the environment (to be sized)."""
-
-    def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:
-        self.write("environment.join_checked((")
-        for arg in node.nodes:
-            self.visit(arg, frame)
-            self.write(", ")
-        self.write("))")
-
-
 class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """The immutable sandbox (no template can change the values another one sees), with
     every call, lookup and operator checked against the render's budget."""
 
     intercepted_binops = frozenset({"+", "*", "**", "%"})
-    code_generator_class = _CodeGenerator
+    code_generator_class = codegen.CodeGenerator
 
     def __init__(self, **options: Any) -> None:
         super().__init__(finalize=placeholders.finalize, **options)
@@ -310,7 +298,7 @@ class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
                 size = _method_size(owner, name, args, kwargs) or 0
             if size:
                 budget_.current().produce(size, what=name)
-        return super().call(__context, __obj, *args, **kwargs)
+        return printed.bounded(super().call(__context, __obj, *args, **kwargs), what=name or "a call")
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         _check_time()
@@ -326,6 +314,10 @@ class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         budget_.current().produce(sum(len(p) for p in pieces), what="a captured block")
         return "".join(pieces)
 
+    def built(self, value: Any) -> Any:
+        """A list, tuple or dict a template wrote, once it prints within one value's bound."""
+        return printed.bounded(value, what="a list, tuple or dict")
+
     def join_checked(self, parts: tuple[Any, ...]) -> str:
         texts = [printed.checked_text(p, what="concatenation (~)") for p in parts]
         budget_.current().produce(sum(len(t) for t in texts), what="concatenation (~)")
@@ -336,14 +328,14 @@ class Environment(jinja2.sandbox.ImmutableSandboxedEnvironment):
         if operator_ == "+":
             if isinstance(left, str | bytes | list | tuple) and isinstance(right, str | bytes | list | tuple):
                 budget.produce(budget_.size_of(left) + budget_.size_of(right), what="concatenation (+)")
-            return left + right
+            return printed.bounded(left + right, what="concatenation (+)")
         if operator_ == "*":
             for seq, times in ((left, right), (right, left)):
                 if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int):
                     budget.produce(budget_.size_of(seq) * max(times, 0), what="a repetition")
             if isinstance(left, int) and isinstance(right, int):
                 _bits(left.bit_length() + right.bit_length())
-            return left * right
+            return printed.bounded(left * right, what="a repetition")
         if operator_ == "%":
             if isinstance(left, str | bytes):
                 budget.produce(_percent_size(left, right), what="% formatting")
@@ -359,7 +351,7 @@ def _guarded(name: str, run: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(run)  # keeps Jinja's pass_context / pass_eval_context marks
     def guarded(*args: Any, **kwargs: Any) -> Any:
         printed.check_arguments((*args, *kwargs.values()), what=f"the {name} filter")
-        return run(*args, **kwargs)
+        return printed.bounded(run(*args, **kwargs), what=f"the {name} filter")
 
     return guarded
 

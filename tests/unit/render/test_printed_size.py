@@ -66,3 +66,25 @@ values = st.recursive(
 @given(value=values)
 def test_the_size_is_never_below_the_printed_length(value: Any) -> None:
     assert printed.size(value, limit=10**9) >= len(str(value))
+
+
+BUILT_BOMBS = {
+    "compare doubling lists": "{% set a = [1, 1] %}"
+    + "{% set a = [a, a] %}" * 40
+    + "{% set b = [1, 1] %}"
+    + "{% set b = [b, b] %}" * 40
+    + "{{ a == b }}",
+    "hash doubling tuples": "{% set a = (1, 1) %}" + "{% set a = (a, a) %}" * 40 + "{{ {a: 1} | length }}",
+    "dict literal": "{% set a = 'x' * 3000000 %}{% set d = {'x': a, 'y': a} %}{{ {'p': d, 'q': d} }}",
+    "fromkeys": "{{ {}.fromkeys(range(100000), [1] * 100000) | length }}",
+    "repetition of a list": "{{ ([[1] * 100000] * 100000) | length }}",
+    "filter result": '{{ ("x" * 2000000) | list | length }}',
+}
+
+
+@pytest.mark.parametrize("template", BUILT_BOMBS.values(), ids=BUILT_BOMBS.keys())
+def test_no_template_builds_a_value_printing_past_the_bound(template: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(TemplateError, match=r"prints to more than 8388608 bytes"):
+        render(template)
+    assert time.monotonic() - started < 3.0
