@@ -78,7 +78,7 @@ BUILT_BOMBS = {
     "dict literal": "{% set a = 'x' * 3000000 %}{% set d = {'x': a, 'y': a} %}{{ {'p': d, 'q': d} }}",
     "fromkeys": "{{ {}.fromkeys(range(100000), [1] * 100000) | length }}",
     "repetition of a list": "{{ ([[1] * 100000] * 100000) | length }}",
-    "filter result": '{{ ("x" * 2000000) | list | length }}',
+    "filter result": '{{ [1] | batch(9, fill_with="x" * 1100000) | list | length }}',
 }
 
 
