@@ -20,11 +20,13 @@ def test_a_backtracking_pattern_on_4_kib_takes_milliseconds(pattern: str) -> Non
     line = "a" * (logpattern.LINE_MAX - 1) + "!"
     started = time.perf_counter()
     found = compiled.search(line)
-    tail = readiness.condense((line + "\n") * 64, pattern)
-    elapsed = time.perf_counter() - started
+    one_line = time.perf_counter() - started
+    tail = readiness.condense((line + "\n") * 64, pattern)  # 256 KiB, as one log fetch
+    whole_tail = time.perf_counter() - started
     assert not found
     assert len(tail) == readiness.LOG_KEEP_BYTES
-    assert elapsed < 0.25, f"{pattern!r} took {elapsed:.3f}s"
+    assert one_line < 0.05, f"{pattern!r} took {one_line:.3f}s on one 4 KiB line"
+    assert whole_tail < 0.5, f"{pattern!r} took {whole_tail:.3f}s on a 256 KiB tail"
 
 
 @pytest.mark.parametrize(
