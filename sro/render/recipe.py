@@ -211,6 +211,15 @@ def collect(
     except errors.RecipeError as exc:
         problems.add(exc)
         return None
+    tags = sum(templates.tag_count(t) for p, t in files.items() if p.endswith(DOCUMENT_EXTENSIONS))
+    if tags > templates.MAX_RECIPE_TAGS:
+        problems.add(
+            errors.RecipeInvalid(
+                f"more than {templates.MAX_RECIPE_TAGS} template tags in the recipe's documents ({tags})",
+                location=errors.Location(file=where),
+            )
+        )
+        return None
     states = []
     for entry in header.states:
         docs = _state_documents(entry, files, where=where, problems=problems)
