@@ -8,6 +8,7 @@ a bounded wall time and peak memory (measured by ``os.wait4`` on the child).
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from hostile_recipes import INVENTORY, REPO, VALUES_DOCUMENT, Case, Ran, cases, run_sro
 from hypothesis import HealthCheck, example, given, settings
 
+from sro.hooks import offline
 from sro.model import crd_limits
 
 pytestmark = pytest.mark.unit
@@ -174,3 +176,23 @@ def test_linting_odd_files_says_what_is_wrong_in_one_line_each() -> None:
         )
         _bounded(rendered, "sro render")
         _one_line_error(rendered.stderr, "render")
+
+
+@pytest.mark.timeout(60)
+def test_a_file_of_many_specialresources_renders_a_bounded_number_of_times(tmp_path: Path) -> None:
+    docs = [
+        json.dumps(
+            {"kind": "SpecialResource", "metadata": {"name": f"s{i}"}, "spec": {"recipe": "simple-kmod"}}
+        )
+        for i in range(offline.MAX_RENDERS + 10)
+    ]
+    many = tmp_path / "many.sr.yaml"
+    many.write_text("\n---\n".join(docs) + "\n")
+    recipe = REPO / "assets" / "simple-kmod"
+    ran = run_sro("lint", str(recipe), str(many))
+    _bounded(ran, "sro lint")
+    assert ran.exit_code == 0, ran.stdout[-2000:]
+    assert ran.stdout.splitlines() == [
+        f"{recipe}: warning: rendered for the first {offline.MAX_RENDERS} of its "
+        f"{offline.MAX_RENDERS + 10} SpecialResources only"
+    ]
