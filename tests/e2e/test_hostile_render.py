@@ -1,7 +1,8 @@
 """Templates that try to outgrow the render's bounds, and a recipe file that is not text.
 
 Covers attempts to allocate or loop past the render budget from a template (padding,
-``indent``, repetition, ``format``, ``join``, big integers, nested loops, ``lipsum``):
+``indent``, repetition, ``format``, ``join``, big integers, doubling lists and strings, a
+billion-long range, nested loops, ``lipsum``):
 each is a ``TemplateError`` at the template's file and line, found before the allocation,
 while ``/healthz`` and the Lease stay on time. And a drop-in file that is not UTF-8,
 which breaks only its own SpecialResource: the others, whose dependency and conflict
@@ -44,6 +45,10 @@ CASES = {
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
         "loops ran more than 1000000 times"),
     "lipsum": budget("{{ lipsum(10**6) }}", "lipsum"),
+    "doubling-lists": budget("{% set a = [1] %}" + "{% set a = [a, a] %}" * 40 + "{{ a == a }}",
+                             "prints to more than 8388608 bytes"),
+    "doubling-strings": budget('{% set s = "x" %}' + "{% set s = s ~ s %}" * 40 + "{{ s }}", "bytes"),
+    "a-billion-range": budget("{{ range(10**9)|list|length }}", "MAX_RANGE"),
     "not-utf-8": Case({"state-config/configmap.yaml": GOOD_CONFIGMAP.encode() + b"  bad: \xff\xfe\n"},
                       "RecipeInvalid", "state-config/configmap.yaml:7", "not UTF-8 text (byte 0xff)"),
 }
