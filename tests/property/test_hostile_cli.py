@@ -24,7 +24,7 @@ pytestmark = pytest.mark.unit
 
 SECONDS_MAX = 15.0
 RSS_MAX_MIB = 400.0
-EXAMPLES = 20
+EXAMPLES = 30
 NAME = "hostile"
 SUITE = settings(
     max_examples=EXAMPLES,
