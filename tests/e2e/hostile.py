@@ -18,7 +18,6 @@ time; it is started again after the last hostile module.
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -28,9 +27,9 @@ from typing import Any
 
 import pytest
 import specialresources as srs
-import yaml
+from hostile_identity import service_account_kubeconfig
 from hostile_monitors import HealthProbe, LeaseWatch
-from operator_process import REPO, Operator
+from operator_process import Operator
 from support import cluster as cluster_mod
 from support import waiting
 
@@ -160,16 +159,22 @@ class Env:
 
     async def degraded(self, name: str, reason: str, *, within: float = 30) -> dict[str, Any]:
         """The Degraded condition once it is True with ``reason`` (Ready False with it too)."""
+        seen: list[Any] = []
+
         def check() -> dict[str, Any] | None:
             status = self.status(name)
+            seen[:] = [status.get("conditions")]
             cond = srs.condition(status, "Degraded")
             ready = srs.condition(status, "Ready")
             if cond.get("status") == "True" and cond.get("reason") == reason == ready.get("reason"):
                 return cond
             return None
 
-        found: dict[str, Any] = await waiting.wait_for(
-            check, timeout=within, interval=0.3, message=f"{name} Degraded with {reason}")
+        try:
+            found: dict[str, Any] = await waiting.wait_for(
+                check, timeout=within, interval=0.3, message=f"{name} Degraded with {reason}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; its last conditions: {seen}") from None
         return found
 
     async def ready(self, *names: str, within: float = 30) -> None:
@@ -289,54 +294,13 @@ class Env:
 # -- setting it up -------------------------------------------------------------------------------
 
 
-def _ca_data(kubeconfig: Path) -> str:
-    entry = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
-    if "certificate-authority-data" in entry:
-        return str(entry["certificate-authority-data"])
-    return base64.b64encode(Path(entry["certificate-authority"]).read_bytes()).decode()
-
-
-def _service_account_kubeconfig(cluster: cluster_mod.Cluster, namespace: str, base: Path) -> Path:
-    """A ServiceAccount with the Deployment's ClusterRole and a Lease Role; a kubeconfig with its token."""
-    account = "sro-hostile"
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f",
-                    str(REPO / "manifests" / "rbac" / "manager_role.yaml"))
-    rbac = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": namespace},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sro-manager"},
-         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "leases", "namespace": namespace},
-         "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                    "verbs": ["get", "update", "create"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "leases", "namespace": namespace},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leases"},
-         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
-    ]
-    cluster.kubectl("create", "-f", "-", input=yaml.safe_dump_all(rbac))
-    token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=2h").stdout.strip()
-    config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": cluster.server(),
-                                               "certificate-authority-data": _ca_data(cluster.kubeconfig)}}],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": account}}],
-    }
-    path = base / "service-account.kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
 def _start(cluster: cluster_mod.Cluster, session_operator: Operator, base: Path) -> Env:
     lease_namespace = short("sro-hx")
     tenant = short("hx-tenant")
     for ns in (lease_namespace, tenant):
         cluster.kubectl("create", "namespace", ns)
     cluster.kubectl("create", "namespace", OPERATOR_NAMESPACE, check=False)
-    kubeconfig = _service_account_kubeconfig(cluster, lease_namespace, base)
+    kubeconfig = service_account_kubeconfig(cluster, lease_namespace, base)
     group = short("hx")
     (node,) = cluster.add_nodes(srs.pool_inventory(group, [UBUNTU]))
     recipes = base / "recipes"
