@@ -136,6 +136,10 @@ def compile_document(text: str, *, location: errors.Location) -> Compiled:
         ) from None
     except (RecursionError, MemoryError, SyntaxError):  # Jinja's parser or Python's compiler gave up
         raise errors.TemplateError("the template nests too deeply to compile", location=location) from None
+    except jinja2.UndefinedError as exc:  # met while Jinja folds constants, e.g. {{ {} | attr('x') ~ '' }}
+        raise errors.TemplateError(f"undefined value: {exc.message}", location=location) from None
+    except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
+        raise errors.TemplateError(f"{type(exc).__name__}: {exc}", location=location) from None
     return Compiled(template=template, location=location)
 
 

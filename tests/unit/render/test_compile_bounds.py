@@ -50,3 +50,9 @@ def test_a_recipe_of_too_many_tags_in_all_is_refused_naming_the_count() -> None:
         str(error)
         == f"many: more than {templates.MAX_RECIPE_TAGS} template tags in the recipe's documents (24000)"
     )
+
+
+def test_an_error_met_while_jinja_folds_constants_is_a_template_error() -> None:
+    with pytest.raises(TemplateError, match="undefined value: 'dict object' has no attribute 'x'") as raised:
+        templates.compile_document("a: {% set b = ({'k': (1 ~ ({'k': 1} | attr('x')))} != 1) %}", location=AT)
+    assert raised.value.location == AT
