@@ -225,7 +225,7 @@ def retries(
     return Retries(delete=tuple(delete), records=MappingProxyType(records), wake_in=min(wake, default=None))
 
 
-def _controller_pod(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
+def controller_pod(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
     if ref.kind != "Pod":
         return False
     pod = seen.pod(ref)
@@ -238,7 +238,7 @@ def stale_objects(wanted: desired.DesiredState, seen: observed_.Observed) -> tup
     return tuple(
         Deletion(ref=ref, uid=live.uid, reason="no longer desired")
         for ref, live in seen.objects.items()
-        if ref not in refs and not live.deleting and not _controller_pod(seen, ref)
+        if ref not in refs and not live.deleting and not controller_pod(seen, ref)
     )
 
 
@@ -347,60 +347,3 @@ def deletion_order(deletions: Iterable[Deletion]) -> tuple[Deletion, ...]:
     """Workloads first, the namespace and CRDs last; one entry per object."""
     unique = {d.ref: d for d in deletions}
     return tuple(sorted(unique.values(), key=lambda d: (-kind_rank(d.ref.kind), d.ref)))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Teardown:
-    """Removing a SpecialResource's footprint: ``done`` when nothing of it is left."""
-
-    delete: tuple[Deletion, ...]
-    node_changes: tuple[node_patches.NodeChange, ...]
-    done: bool
-
-
-NAMESPACE_RELEASE = timedelta(seconds=60)
-"""How long teardown waits for an operand namespace being deleted that holds nothing of
-sro's any more. The API server empties it within seconds, and the finalizer promises
-nothing of the SpecialResource is left; but what still holds it after this long (a
-tenant's object with a finalizer of its own) is not sro's to wait for, and waiting
-would hold the SpecialResource forever."""
-
-
-def _namespace_going(
-    seen: observed_.Observed, ref: desired.ObjectRef, holding: set[str], *, now: datetime
-) -> bool:
-    """A Namespace being deleted for ``NAMESPACE_RELEASE`` already, holding no object of
-    sro's any more."""
-    live = seen.objects[ref]
-    if ref.kind != "Namespace" or not live.deleting or ref.name in holding:
-        return False
-    try:
-        return now - datetime.fromisoformat(live.deleted_at.replace("Z", "+00:00")) >= NAMESPACE_RELEASE
-    except (ValueError, TypeError):  # no time, or one without a zone: nothing to wait for
-        return True
-
-
-def teardown(*, sr_name: str, seen: observed_.Observed, now: datetime) -> Teardown:
-    """For ``Removed`` and for deletion: delete every owned object, strip every node.
-
-    The finalizer ``sro.dev/cleanup`` can go when ``done``: no owned object is left (not
-    even one being deleted, except a namespace being deleted that holds nothing of sro's)
-    and no node carries anything of this SpecialResource.
-    """
-    delete = deletion_order(
-        Deletion(ref=ref, uid=live.uid, reason="removing everything sro made")
-        for ref, live in seen.objects.items()
-        if not live.deleting and not _controller_pod(seen, ref)
-    )
-    nodes = {n.name: n for n in (*seen.nodes.values(), *seen.departed)}
-    changes = strip_nodes(sr_name, sorted(nodes.values(), key=lambda n: n.name))
-    left = [ref for ref in seen.objects if not _controller_pod(seen, ref)]
-    # A namespace being deleted with nothing of sro's left in it is the API server's to
-    # finish, usually in seconds; past NAMESPACE_RELEASE what holds it is not sro's.
-    holding = {ref.namespace for ref in left if ref.namespace}
-    left = [ref for ref in left if not _namespace_going(seen, ref, holding, now=now)]
-    # The finalizer may go only on caches that have seen every removal sro sent: a lagging
-    # Node cache would show nodes just cleaned by the last pass as clean, and a lagging
-    # one could also show labelled nodes as clean, leaving labels and taints behind forever.
-    fresh = not seen.lagging
-    return Teardown(delete=delete, node_changes=changes, done=fresh and not left and not changes)

@@ -58,6 +58,7 @@ from typing import Any
 from sro.model import desired, progress, views
 from sro.plan import lifecycle, node_patches
 from sro.plan import observed as observed_
+from sro.plan import teardown as teardown_
 from sro.plan import walk as walk_
 from sro.status import events, summary
 from sro.status.body import StatusBody
@@ -214,7 +215,7 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
 
 def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, now: datetime) -> Plan:
     """Plan removing everything a SpecialResource made (``Removed``, or its deletion)."""
-    down = lifecycle.teardown(sr_name=sr_name, seen=seen, now=now)
+    down = teardown_.teardown(sr_name=sr_name, seen=seen, now=now)
     remaining = 0 if down.done else max(len(seen.objects) + len(down.node_changes), 1)
     status = summary.status_for_management(
         seen.previous_status, state="Removed", generation=generation, now=now, remaining=remaining

@@ -12,7 +12,6 @@ suite's monitors (``hostile.Env.after_case``).
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import time
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ import specialresources as srs
 from hostile import GOOD_FILES, Env, hostile_env, short
 from support import waiting
 
-from sro.plan import lifecycle
+from sro.plan import teardown
 
 pytestmark = pytest.mark.e2e
 __all__ = ["hostile_env"]
@@ -238,8 +237,8 @@ async def test_a_labelled_object_with_its_own_finalizer_in_the_operand_namespace
     hx: Env, held_in_the_operand_namespace: Held
 ) -> None:
     held = held_in_the_operand_namespace
-    # The operator waits a while for a namespace it is deleting (lifecycle.NAMESPACE_RELEASE).
-    release_after = getattr(lifecycle, "NAMESPACE_RELEASE", datetime.timedelta(0)).total_seconds()
+    # The operator waits a while for a namespace it is deleting (teardown.NAMESPACE_RELEASE).
+    release_after = teardown.NAMESPACE_RELEASE.total_seconds()
     left = held.deleted_at + release_after + 30 - time.monotonic()
     await waiting.wait_for(lambda: not hx.exists(held.sr), timeout=max(left, 5), interval=0.5,
                            message=f"{held.sr} let go while its namespace is held")

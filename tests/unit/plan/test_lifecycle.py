@@ -29,7 +29,7 @@ from builders import (
 
 from sro import errors
 from sro.model import progress, views
-from sro.plan import lifecycle, node_patches, walk
+from sro.plan import lifecycle, node_patches, teardown, walk
 
 pytestmark = pytest.mark.unit
 
@@ -95,7 +95,7 @@ def test_objects_not_desired_are_stale_unless_already_going_or_made_by_a_control
 def test_teardown_counts_objects_being_deleted_as_not_yet_gone() -> None:
     pod = node_pods("validate", "s", ["n1"])[0]
     view = seen([node("n1")], objects=[live(pod, deleting=True)], pods=[bare_pod(pod)])
-    down = lifecycle.teardown(sr_name=SR, seen=view, now=T0)
+    down = teardown.teardown(sr_name=SR, seen=view, now=T0)
     assert down.delete == ()
     assert not down.done
 
@@ -109,10 +109,10 @@ def test_a_namespace_being_deleted_with_nothing_of_sros_left_holds_the_teardown_
     # its own finalizer) is not sro's to wait for.
     ns = obj("Namespace", NS, "s", namespace="", api_version="v1")
     recent = live(ns, deleting=True, deleted_at=_deleted(5))
-    down = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[recent]), now=T0)
+    down = teardown.teardown(sr_name=SR, seen=seen([node("n1")], objects=[recent]), now=T0)
     assert down.delete == () and not down.done
-    held = live(ns, deleting=True, deleted_at=_deleted(lifecycle.NAMESPACE_RELEASE.total_seconds()))
-    down = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[held]), now=T0)
+    held = live(ns, deleting=True, deleted_at=_deleted(teardown.NAMESPACE_RELEASE.total_seconds()))
+    down = teardown.teardown(sr_name=SR, seen=seen([node("n1")], objects=[held]), now=T0)
     assert down.delete == () and down.done
 
 
@@ -121,8 +121,8 @@ def test_a_namespace_being_deleted_still_holding_an_object_of_sros_holds_the_tea
     config = obj("ConfigMap", "c", "s", api_version="v1")
     old = _deleted(3600)
     view = seen([node("n1")], objects=[live(ns, deleting=True, deleted_at=old), live(config, deleting=True)])
-    assert not lifecycle.teardown(sr_name=SR, seen=view, now=T0).done
-    standing = lifecycle.teardown(sr_name=SR, seen=seen([node("n1")], objects=[live(ns)]), now=T0)
+    assert not teardown.teardown(sr_name=SR, seen=view, now=T0).done
+    standing = teardown.teardown(sr_name=SR, seen=seen([node("n1")], objects=[live(ns)]), now=T0)
     assert [d.ref for d in standing.delete] == [ns.ref] and not standing.done
 
 
@@ -132,7 +132,7 @@ def test_teardown_removes_only_this_srs_labels_and_recorded_taints() -> None:
     record = {"sro.dev/taints.gpu": '[{"effect": "NoSchedule", "key": "gpu", "value": "present"}]'}
     labels = {"gpu.sro.dev/s": "ready", "other.sro.dev/s": "ready", "kubernetes.io/os": "linux"}
     carrying = views.NodeView(name="n1", labels=labels, taints=(mine, admins), annotations=record)
-    down = lifecycle.teardown(sr_name=SR, seen=seen([carrying]), now=T0)
+    down = teardown.teardown(sr_name=SR, seen=seen([carrying]), now=T0)
     (change,) = down.node_changes
     assert change.labels == {"gpu.sro.dev/s": None}
     assert change.taints == ()
