@@ -29,7 +29,7 @@ Fault = Callable[[], Awaitable[str]]
 TAINT_KEY = "fault.sro.dev/accelerator"
 PHASES = ("converge", "kernel", "teardown")
 # Upper bounds of the random fault time after a phase's action, per phase (seconds).
-WINDOWS = {"converge": 4.0, "kernel": 1.5, "teardown": 1.0}
+WINDOWS = {"converge": 2.0, "kernel": 1.5, "teardown": 1.0}
 WITHIN = 240.0  # a phase not done this long after its fault is a failure
 
 
