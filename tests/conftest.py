@@ -135,7 +135,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         kind = _fast_kind(item)
         if kind is not None and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(FAST_TIMEOUT[kind]))
+            # The function only: the session's last test also tears down session fixtures
+            # (the cluster, when the session started one), which takes longer than 5 s.
+            item.add_marker(pytest.mark.timeout(FAST_TIMEOUT[kind], func_only=True))
 
 
 @pytest_asyncio.fixture(autouse=True, loop_scope="session")

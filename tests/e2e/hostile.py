@@ -18,6 +18,7 @@ time; it is started again after the last hostile module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -331,11 +332,14 @@ def _stop(env: Env, session_operator: Operator) -> None:
     try:
         env.remove_srs(list(env.srs_made))
     finally:
-        for stop in env.stops:
-            stop()
-        env.health.stop()
-        env.lease.stop()
-        env.operator.stop()
+        # Every step runs whatever an earlier one raised: the suite's operator and its
+        # monitors must never outlive it (they would reconcile the next tests' objects).
+        with contextlib.ExitStack() as stack:
+            stack.callback(env.operator.stop)
+            stack.callback(env.lease.stop)
+            stack.callback(env.health.stop)
+            for stop in env.stops:
+                stack.callback(stop)
         print(f"hostile suite: {env.summary()}; operator log {env.operator.log_path}")
         for name in env.recipe_configmaps:
             cluster.kubectl("delete", "configmap", name, "-n", OPERATOR_NAMESPACE, "--ignore-not-found",
@@ -351,11 +355,13 @@ _SHARED: dict[str, Env] = {}
 
 
 def _later_hostile_modules(request: pytest.FixtureRequest) -> bool:
-    """Whether a hostile module is still to run after this one (then the operator stays)."""
+    """Whether a test still to run after this module uses the suite's environment (then
+    the operator stays). Asked of the tests themselves, not of file names: a later
+    ``test_hostile_*`` file elsewhere (the CLI property suite) must not keep it running."""
     items = request.session.items
     here = request.node.path
     last = max(i for i, item in enumerate(items) if item.path == here)
-    return any(item.path.name.startswith("test_hostile_") for item in items[last + 1:])
+    return any("hx" in getattr(item, "fixturenames", ()) for item in items[last + 1:])
 
 
 @pytest.fixture(scope="module", name="hx")
