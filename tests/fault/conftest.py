@@ -34,6 +34,7 @@ import lifecycle
 import processes
 import recorder as recorder_mod
 import specialresources as srs
+import verdict
 from support import cluster as cluster_mod
 from support import pools
 
@@ -156,6 +157,41 @@ class Rig:
     def close_round(self, r: lifecycle.Round) -> None:
         """Keeps the round's Events (the namespace ``default`` outlives the round)."""
         self.events[r.name] = srs.events(self.cluster, r.name)
+
+    async def play_round(
+        self,
+        *,
+        converge: lifecycle.Fault | None,
+        kernel: lifecycle.Fault | None,
+        teardown: lifecycle.Fault | None,
+    ) -> lifecycle.Round:
+        """One SpecialResource's whole life, each phase with its fault; no duplicate
+        object may appear after converging or after the kernel change."""
+        r = self.new_round()
+        await r.converge(selector=self.selector, fault=converge)
+        assert not lifecycle.duplicates(self.cluster, name=r.name)
+        await r.kernel_change(fault=kernel)
+        assert not lifecycle.duplicates(self.cluster, name=r.name)
+        await r.teardown(fault=teardown)
+        self.close_round(r)
+        return r
+
+    def judge(
+        self, fleet: processes.Fleet, *, test: str, faults: dict[str, int], extra: str = ""
+    ) -> verdict.Totals:
+        """Reports the test's figures, then the audit's verdict on every round (which fails
+        the test on any violation); the totals for the test's own further checks."""
+        REPORT.extend(self.report(test, faults=faults, extra=extra))
+        totals = verdict.judge(
+            cluster=self.cluster,
+            fleet=fleet,
+            rec=self.recorder,
+            rounds=self.rounds,
+            events=self.events,
+            since=self.since,
+        )
+        REPORT.append("  " + totals.line())
+        return totals
 
     def report(self, test: str, *, faults: dict[str, int], extra: str = "") -> list[str]:
         """Figures of the test: faults injected, convergence after them, and (later) the audit."""

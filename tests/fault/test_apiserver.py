@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections import Counter
 
 import faults
-import lifecycle
 import pytest
-import verdict
-from conftest import REPORT, Rig, rounds
+from conftest import Rig, rounds
 
 ROUNDS = rounds(short=1, long=7)
 pytestmark = [pytest.mark.fault, pytest.mark.timeout(300 + 240 * ROUNDS)]
@@ -37,23 +35,6 @@ async def test_apiserver_killed_in_every_phase_and_etcd_compacted_loses_nothing(
         return f"{first}, {faults.compact(rig.cluster)}"
 
     for _ in range(ROUNDS):
-        r = rig.new_round()
-        await r.converge(selector=rig.selector, fault=kill)
-        assert not lifecycle.duplicates(rig.cluster, name=r.name)
-        await r.kernel_change(fault=kill_and_compact)
-        assert not lifecycle.duplicates(rig.cluster, name=r.name)
-        await r.teardown(fault=kill)
-        rig.close_round(r)
-
-    lines = rig.report("apiserver kills", faults=dict(counts))
-    REPORT.extend(lines)
-    totals = verdict.judge(
-        cluster=rig.cluster,
-        fleet=fleet,
-        rec=rig.recorder,
-        rounds=rig.rounds,
-        events=rig.events,
-        since=rig.since,
-    )
-    REPORT.append("  " + totals.line())
+        await rig.play_round(converge=kill, kernel=kill_and_compact, teardown=kill)
+    rig.judge(fleet, test="apiserver kills", faults=dict(counts))
     assert sum(counts.values()) == 4 * ROUNDS

@@ -14,7 +14,6 @@ import time
 from collections import Counter
 
 import faults
-import lifecycle
 import pytest
 import verdict
 from conftest import REPORT, Rig, rounds
@@ -50,23 +49,8 @@ async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(
         return what
 
     for number in range(ROUNDS):
-        r = rig.new_round()
-        await r.converge(selector=rig.selector, fault=freeze)
-        assert not lifecycle.duplicates(rig.cluster, name=r.name)
-        await r.kernel_change(fault=freeze if number % 2 else None)
-        await r.teardown(fault=None)
-        rig.close_round(r)
-
-    REPORT.extend(rig.report("leader pauses", faults=dict(counts)))
-    totals = verdict.judge(
-        cluster=rig.cluster,
-        fleet=fleet,
-        rec=rig.recorder,
-        rounds=rig.rounds,
-        events=rig.events,
-        since=rig.since,
-    )
-    REPORT.append("  " + totals.line())
+        await rig.play_round(converge=freeze, kernel=freeze if number % 2 else None, teardown=None)
+    rig.judge(fleet, test="leader pauses", faults=dict(counts))
     lost = {e.user for e in fleet.exits if e.lost_lease and e.code == 1}
     assert set(paused) <= lost, "every frozen leader left with 'lost the lease'"
     # Stricter than the verdict: once thawed, a frozen leader sends nothing at all, not even

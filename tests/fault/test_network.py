@@ -19,9 +19,7 @@ import json
 import uuid
 from collections import Counter
 
-import lifecycle
 import pytest
-import verdict
 from conftest import REPORT, Rig, rounds
 from support import waiting
 
@@ -57,37 +55,20 @@ async def test_latency_resets_stalls_lagging_watches_and_half_open_connections_l
         return f"{proxy.reset_all()} connections reset"
 
     for _ in range(ROUNDS):
-        r = rig.new_round()
-        await r.converge(selector=rig.selector, fault=stall_and_reset)
-        assert not lifecycle.duplicates(rig.cluster, name=r.name)
-        await r.kernel_change(fault=half_open)
-        assert not lifecycle.duplicates(rig.cluster, name=r.name)
-        await r.teardown(fault=reset)
-        rig.close_round(r)
-
+        await rig.play_round(converge=stall_and_reset, kernel=half_open, teardown=reset)
     stats = proxy.stats()
     lost = sum(1 for e in fleet.exits if e.lost_lease and not e.asked)
-    REPORT.extend(
-        rig.report(
-            "network faults",
-            faults=dict(counts),
-            extra=(
-                f"proxy: {stats.get('requests', 0)} requests, {stats.get('reset_before', 0)} reset before "
-                f"and {stats.get('reset_after', 0)} after being served, "
-                f"{stats.get('watch_delayed.pods', 0)} pod watches delayed 3s; "
-                f"{lost} leaders gave up the Lease"
-            ),
-        )
+    rig.judge(
+        fleet,
+        test="network faults",
+        faults=dict(counts),
+        extra=(
+            f"proxy: {stats.get('requests', 0)} requests, {stats.get('reset_before', 0)} reset before "
+            f"and {stats.get('reset_after', 0)} after being served, "
+            f"{stats.get('watch_delayed.pods', 0)} pod watches delayed 3s; "
+            f"{lost} leaders gave up the Lease"
+        ),
     )
-    totals = verdict.judge(
-        cluster=rig.cluster,
-        fleet=fleet,
-        rec=rig.recorder,
-        rounds=rig.rounds,
-        events=rig.events,
-        since=rig.since,
-    )
-    REPORT.append("  " + totals.line())
     assert stats.get("reset_after", 0) >= 1 and stats.get("reset_before", 0) >= 1, stats
     assert stats.get("watch_delayed.pods", 0) >= 1 and stats.get("stalled_watches", 0) >= 1, stats
     assert stats.get("half_open", 0) >= 1, stats

@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 import faults
-import lifecycle
 import pytest
-import verdict
-from conftest import REPORT, Rig, rounds
+from conftest import Rig, rounds
 
 ROUNDS = rounds(short=1, long=10)
 pytestmark = [pytest.mark.fault, pytest.mark.timeout(300 + 300 * ROUNDS)]
@@ -32,24 +30,8 @@ async def test_sro_killed_in_every_phase_and_restarted_loses_nothing(rig: Rig) -
         return faults.kill_leader(fleet, leader=leader)
 
     for _ in range(ROUNDS):
-        r = rig.new_round()
-        await r.converge(selector=rig.selector, fault=kill)
-        assert not lifecycle.duplicates(rig.cluster, name=r.name)
-        await r.kernel_change(fault=kill)
-        assert not lifecycle.duplicates(rig.cluster, name=r.name)
-        await r.teardown(fault=kill)
-        rig.close_round(r)
-
-    REPORT.extend(rig.report("sro kills", faults=dict(counts)))
-    totals = verdict.judge(
-        cluster=rig.cluster,
-        fleet=fleet,
-        rec=rig.recorder,
-        rounds=rig.rounds,
-        events=rig.events,
-        since=rig.since,
-    )
-    REPORT.append("  " + totals.line())
+        await rig.play_round(converge=kill, kernel=kill, teardown=kill)
+    totals = rig.judge(fleet, test="sro kills", faults=dict(counts))
     killed = [e for e in fleet.exits if e.asked and e.code == -9]
     assert len(killed) == counts["sro SIGKILL"] == 3 * ROUNDS
     # Each kill hands the Lease on to a new process (the last one may find nothing left to do).
