@@ -55,7 +55,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import desired, progress, views
+from sro.model import desired, progress, times, views
 from sro.plan import lifecycle, node_patches
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
@@ -149,11 +149,9 @@ def log_poll(
     created = {p.uid: p.created for p in pods}
     youngest = LOG_POLL * 4
     for request in needed:
-        try:
-            age = now - datetime.fromisoformat(created.get(request.uid, "").replace("Z", "+00:00"))
-        except (ValueError, TypeError):  # no creation time, or one without a zone
-            continue
-        youngest = min(youngest, max(age, timedelta(0)))
+        born = times.parse(created.get(request.uid, ""))
+        if born is not None:
+            youngest = min(youngest, max(now - born, timedelta(0)))
     return min(LOG_POLL, max(LOG_POLL_MIN, youngest / 4))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sro.model import desired
+from sro.model import desired, times
 from sro.plan import lifecycle, node_patches
 from sro.plan import observed as observed_
 
@@ -41,10 +41,8 @@ def _namespace_going(
     live = seen.objects[ref]
     if ref.kind != "Namespace" or not live.deleting or ref.name in holding:
         return False
-    try:
-        return now - datetime.fromisoformat(live.deleted_at.replace("Z", "+00:00")) >= NAMESPACE_RELEASE
-    except (ValueError, TypeError):  # no time, or one without a zone: nothing to wait for
-        return True
+    since = times.parse(live.deleted_at)
+    return since is None or now - since >= NAMESPACE_RELEASE  # no time: nothing to wait for
 
 
 def teardown(*, sr_name: str, seen: observed_.Observed, now: datetime) -> Teardown:
