@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 import structlog
 
@@ -27,22 +26,12 @@ from sro.model import progress
 from sro.plan import readiness
 
 TAIL_LINES = 2000
-"""Lines read from the end of a log per fetch (a poll every 10 s while waiting)."""
+"""Lines read from the end of a log per fetch (polled every 1 to 10 s while waiting,
+``sro.plan.planner.log_poll``)."""
 FETCH_BYTES = 256 * 1024
 """Cap on one fetch's size, whatever the lines' lengths."""
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Fetched:
-    """What one round of fetches did to the store."""
-
-    changed: bool = False
-    """Some pod's kept tail differs from before."""
-    matched: bool = False
-    """Some pod's tails now all hold a line matching its pattern: its wait may be over.
-    (The planner asks only for pods not yet matched, so this never repeats for a pod.)"""
 
 
 async def fetch(
@@ -51,12 +40,14 @@ async def fetch(
     store: dict[str, Mapping[str, str]],
     *,
     limit: int = waves.DEFAULT_LIMIT,
-) -> Fetched:
-    """Fetch each requested pod's container tails into ``store``, ``limit`` at a time."""
-    changed = matched = False
+) -> bool:
+    """Fetch each requested pod's container tails into ``store``, ``limit`` at a time; True
+    when some pod's tails now all hold a line matching its pattern, so its wait may be over
+    (the planner asks only for pods not yet matched, so this never repeats for a pod)."""
+    matched = False
 
     async def one(request: progress.LogRequest) -> None:
-        nonlocal changed, matched
+        nonlocal matched
         tails: dict[str, str] = {}
         found_all = bool(request.containers)
         for container in request.containers:
@@ -76,9 +67,8 @@ async def fetch(
             tails[container] = kept
             found_all = found_all and found
         matched = matched or found_all
-        if tails and store.get(request.uid) != tails:
+        if tails:
             store[request.uid] = tails
-            changed = True
 
     await waves.bounded(requests, one, limit=limit)
-    return Fetched(changed=changed, matched=matched)
+    return matched

@@ -223,7 +223,7 @@ class Engine:
             nodes=all_nodes,
             limit=self._settings.write_concurrency,
         )
-        fetched = await pod_logs.fetch(
+        logs_matched = await pod_logs.fetch(
             self._writer, planned.logs_needed, memory.logs, limit=self._settings.write_concurrency
         )
         failures.extend((*applied.failures, *deleted.failures))
@@ -232,7 +232,7 @@ class Engine:
         # finish
         done = finish.finish(
             planned,
-            finish.Outcomes(failures=tuple(failures), logs_matched=fetched.matched),
+            finish.Outcomes(failures=tuple(failures), logs_matched=logs_matched),
             previous=previous,
             peers=peers,
             transient=memory.transient,
