@@ -173,6 +173,22 @@ async def _create_many(
     await asyncio.gather(*(one(n) for n in names))
 
 
+
+def paged_reflector(
+    api: Any, resource: Any, s: Any, rec: Any, *, metrics: Any, namespace: str
+) -> reflector.Reflector[projections.ObjectView]:
+    """A reflector of labelled ConfigMaps listing 70 a page, backing off quickly."""
+    return reflector.Reflector(
+        api=api,
+        resource=resource,
+        store=s,
+        on_change=rec,
+        settings=settings.WatchSettings(page_size=70, backoff_initial=0.2, backoff_cap=2.0),
+        metrics=metrics,
+        namespace=namespace,
+        label_selector="sro.dev/owner",
+    )
+
 async def test_a_paged_relist_of_many_objects_ends_equal_to_a_fresh_list(
     cluster: Any, namespace: str
 ) -> None:
@@ -185,16 +201,7 @@ async def test_a_paged_relist_of_many_objects_ends_equal_to_a_fresh_list(
         s: store.Store[projections.ObjectView] = store.Store(
             resource="configmaps", project=projections.ObjectView.from_body
         )
-        r = reflector.Reflector(
-            api=api,
-            resource=resource,
-            store=s,
-            on_change=rec,
-            settings=settings.WatchSettings(page_size=70, backoff_initial=0.2, backoff_cap=2.0),
-            metrics=m,
-            namespace=namespace,
-            label_selector="sro.dev/owner",
-        )
+        r = paged_reflector(api, resource, s, rec, metrics=m, namespace=namespace)
         gets_before = m.total("sro_api_requests_total", verb="get", resource="configmaps")
         task = asyncio.create_task(r.run())
         await asyncio.wait_for(r.synced.wait(), 60)
@@ -216,16 +223,7 @@ async def test_a_paged_relist_of_many_objects_ends_equal_to_a_fresh_list(
         await _create_many(api, resource, namespace, [f"n{i:03d}" for i in range(50)], data="0")
         # A reflector that starts over on the same store lists again (what a 410 leads to;
         # the compaction test below provokes a real one), and must end equal to the list.
-        r = reflector.Reflector(
-            api=api,
-            resource=resource,
-            store=s,
-            on_change=rec,
-            settings=settings.WatchSettings(page_size=70, backoff_initial=0.2, backoff_cap=2.0),
-            metrics=m,
-            namespace=namespace,
-            label_selector="sro.dev/owner",
-        )
+        r = paged_reflector(api, resource, s, rec, metrics=m, namespace=namespace)
         task = asyncio.create_task(r.run())
         try:
             expected = await fresh_list(api, resource, namespace)
