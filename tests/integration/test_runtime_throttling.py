@@ -266,7 +266,16 @@ async def test_reflectors_started_in_a_flood_sync_after_their_watches_wait_out_r
                 resource=resource,
                 store=store.Store(resource="configmaps", project=projections.ObjectView.from_body),
                 on_change=lambda change: None,
-                settings=settings.WatchSettings(backoff_initial=0.05, backoff_cap=0.2),
+                # Watches the server ends every second: each reflector watches again and
+                # again while the flood goes on, so a watch meets a 429 whatever the timing
+                # of the first list and watch.
+                settings=settings.WatchSettings(
+                    backoff_initial=0.05,
+                    backoff_cap=0.2,
+                    server_timeout_min=1,
+                    server_timeout_max=1,
+                    min_watch_duration=0.0,
+                ),
                 metrics=m,
                 namespace=throttled.namespace,
             )
