@@ -30,7 +30,7 @@ from types import MappingProxyType
 
 from sro import errors
 from sro.model import desired, progress, views
-from sro.plan import node_patches
+from sro.plan import node_patches, readiness
 from sro.plan import observed as observed_
 
 COMPLETE = "complete"
@@ -214,7 +214,9 @@ def retries(
             continue  # its state closed on that node: the pod is deleted as not open
         if record is None or record.pod_uid != pod.uid:
             attempts = (record.attempts if record else 0) + 1
-            record = observed_.Retry(pod_uid=pod.uid, failed_at=now, attempts=attempts)
+            record = observed_.Retry(
+                pod_uid=pod.uid, failed_at=now, attempts=attempts, reason=readiness.failure_reason(pod)
+            )
         records[ref] = record
         due = record.failed_at + backoff(record.attempts)
         if now >= due:

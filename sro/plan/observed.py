@@ -116,11 +116,13 @@ class LiveObject:
 
 @dataclass(frozen=True, kw_only=True)
 class Retry:
-    """Bookkeeping for a per-node pod that failed: which pod, when we saw it fail, how often."""
+    """Bookkeeping for a per-node pod that failed: which pod, when we saw it fail, how often,
+    and why (the state stays Failed with that reason until a recreated pod succeeds)."""
 
     pod_uid: str
     failed_at: datetime
     attempts: int
+    reason: str = ""
 
 
 _NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})

@@ -11,6 +11,10 @@ every later state Pending on that node again, which is what resets them.
 
 Objects with ``wait: false`` never gate. Nodes in ``reset`` (a kernel change, see
 ``lifecycle``) have every state Pending for this pass: they start over.
+
+A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
+while its replacement runs (``observed.Retry``): only a replacement that succeeds is
+progress, so the status does not flip to Progressing on every retry.
 """
 
 from __future__ import annotations
@@ -112,7 +116,13 @@ class _Judge:
                 pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
             return readiness.daemonset_on_node(obj, live, pods, logs=seen.logs)
         if obj.kind == "Pod":
-            return readiness.pod_verdict(obj, seen.pod(ref), logs=seen.logs)
+            verdict = readiness.pod_verdict(obj, seen.pod(ref), logs=seen.logs)
+            retry = seen.retries.get(ref)
+            if retry is not None and verdict.outcome is readiness.Outcome.WAITING:
+                # Backing off a failed pod, or waiting on its replacement, is no progress:
+                # the state stays Failed, for the same reason, until a replacement succeeds.
+                return readiness.failed(retry.reason or "Failed")
+            return verdict
         return readiness.cluster_object(obj, live)
 
     def cluster(self, state: str) -> tuple[readiness.Verdict, ...]:

@@ -107,6 +107,26 @@ def test_a_failed_validation_pod_fails_that_node_only_and_is_recreated_after_bac
     assert world.retries == {}
 
 
+def test_a_failed_pod_stays_degraded_while_backing_off_and_while_its_replacement_runs() -> None:
+    world = linear_world(pod_outcome={"validate-n2": "Failed"})
+    world.settle()
+    failed = world.status
+    world.later(10)
+    world.pod_outcome["validate-n2"] = "Running"
+    deleted = world.step()  # the failed pod goes
+    assert [d.ref.name for d in deleted.delete] == ["validate-n2"]
+    for _ in range(2):  # the pod is gone, then its replacement runs
+        p = world.step()
+        row = next(r for r in p.status["states"] if r["name"] == "state-validation")
+        assert p.status["phase"] == "Degraded"
+        assert row["failingNodes"] == [{"node": "n2", "reason": "Error (exit code 1)"}]
+        assert {c["type"]: c["status"] for c in p.status["conditions"]}["Progressing"] == "False"
+        assert p.status == failed and not p.events
+    world.pods[(NS, "validate-n2")] = replace(world.pods[(NS, "validate-n2")], phase="Succeeded")
+    world.settle()
+    assert world.status["state"] == "Ready: 3/3 nodes"
+
+
 def test_the_backoff_doubles_with_each_failure_of_the_same_pod() -> None:
     world = linear_world(pod_outcome={"validate-n1": "Failed"})
     world.settle()
