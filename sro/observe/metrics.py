@@ -18,6 +18,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
 WATCH_RESTART_REASONS = ("closed", "error", "inactive", "expired")
 RELIST_REASONS = ("initial", "expired", "expired_again")
+REGISTRY_OUTCOMES = ("exists", "missing", "unauthorized", "unreachable", "invalid")  # sro.images.answers
+REGISTRY_CACHE = ("hit", "miss", "joined")  # answered from the cache, asked, or joined a request in flight
 
 
 class Metrics:
@@ -74,11 +76,23 @@ class Metrics:
             ["name", "kind"],
             registry=r,
         )
+        self.registry_requests = Counter(
+            "sro_registry_requests", "Requests to image registries", ["kind", "code"], registry=r
+        )
+        self.registry_lookups = Counter(
+            "sro_registry_lookups",
+            "Image checks, by answer and by whether the cache answered",
+            ["outcome", "cache"],
+            registry=r,
+        )
         # Series published per SpecialResource, so a changed reason or a deleted
         # SpecialResource leaves no stale series behind.
         self._sr_series: dict[str, set[tuple[str, str]]] = {}
         for result in RESULTS:
             self.reconcile_total.labels(result=result)
+        for outcome in REGISTRY_OUTCOMES:
+            for cached in REGISTRY_CACHE:
+                self.registry_lookups.labels(outcome=outcome, cache=cached)
 
     # -- created at zero per resource as soon as a reflector starts -------------
 
@@ -135,6 +149,14 @@ class Metrics:
 
     def workers_active(self, delta: int) -> None:
         self.active_workers.inc(delta)
+
+    # -- sro.images.client.RegistryMetrics -----------------------------------------
+
+    def registry_request(self, *, kind: str, code: str) -> None:
+        self.registry_requests.labels(kind=kind, code=code).inc()
+
+    def registry_lookup(self, *, outcome: str, cache: str) -> None:
+        self.registry_lookups.labels(outcome=outcome, cache=cache).inc()
 
     # -- SpecialResource status, published after each status write ----------------
 
