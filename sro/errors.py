@@ -17,9 +17,12 @@ Callers decide what to do by class, never by parsing messages::
     │                               type (a field not declared in the schema)
     ├── TransportError              no answer at all (connection refused, reset, timeout)
     ├── ForeignObject               an object sro would write exists and is not its own
+    ├── UsageError                  sro was asked wrongly: a kubeconfig or context that is
+    │                               not there (the command exits 2, like a bad flag)
     ├── RecipeError                 something wrong with a recipe or its inputs
     │   ├── RecipeNotFound
     │   ├── RecipeInvalid           structure, YAML, objects, annotations, state graph
+    │   │   └── ValuesInvalid       the merged ``set`` breaks the recipe's values schema
     │   └── TemplateError           Jinja2 syntax, undefined value, sandbox, limits
     └── Terminal                    wraps an error that retrying cannot fix
 
@@ -151,6 +154,12 @@ class ForeignObject(SroError):
     reference to it): sro never adopts one, so the write is refused for good."""
 
 
+class UsageError(SroError):
+    """A mistake in how sro was started, found after the flags were parsed: a kubeconfig
+    that is missing or names no usable context. ``sro`` exits 2 with one line, as argparse
+    does for a bad flag."""
+
+
 class TransportError(SroError):
     """The request got no HTTP answer: connection refused or reset, or a timeout."""
 
@@ -193,6 +202,26 @@ class RecipeNotFound(RecipeError):
 
 class RecipeInvalid(RecipeError):
     reason = "RecipeInvalid"
+
+
+class ValuesInvalid(RecipeInvalid):
+    """A SpecialResource's merged ``set`` breaks its recipe's ``values.schema.json``.
+
+    ``sr`` names the SpecialResource and ``path`` the offending value inside ``set``
+    (empty for the whole), so ``sro lint`` can point at the key's line in the file.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: Location | None = None,
+        sr: str = "",
+        path: tuple[str | int, ...] = (),
+    ) -> None:
+        super().__init__(message, location=location)
+        self.sr = sr
+        self.path = path
 
 
 class TemplateError(RecipeError):

@@ -10,8 +10,9 @@ document makes the whole recipe fail before anything is written. The output is s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sro import errors
 from sro.hooks import base, keys, registry
@@ -106,6 +107,8 @@ def collect_desired(
         operator=env.operator,
         proxy=env.proxy,
     )
+    if not _values_valid(sr, recipe, inputs.set_values, found):
+        return None, found  # templates would only fail again on the same values
     objects = engine.render_documents(
         recipe, inputs, groups=groups.values(), limits=env.limits, problems=found
     )
@@ -141,6 +144,40 @@ def collect_desired(
         kernel_groups=groups,
         warnings=tuple(found.warnings),
     ), found
+
+
+def _values_valid(
+    sr: srmodel.SpecialResource, recipe: recipe_.Recipe, merged: Mapping[str, Any], found: problems_.Problems
+) -> bool:
+    """Whether the merged ``set`` satisfies the recipe's values schema (true without one);
+    each violation is a ``ValuesInvalid`` naming the SpecialResource and the key."""
+    if recipe.values_schema is None:
+        return True
+    violations = recipe.values_schema.violations(merged)
+    for bad in violations:
+        if not _given(sr.spec.set, bad.path):
+            key = f"set value {bad.dotted} (a default of recipe {recipe.name})"
+        else:
+            key = f"spec.set.{bad.dotted}" if bad.path else "spec.set"
+        found.add(
+            errors.ValuesInvalid(
+                f"SpecialResource {sr.name}: {key}: {bad.message}",
+                location=errors.Location(file=recipe.values_schema.file),
+                sr=sr.name,
+                path=bad.path,
+            )
+        )
+    return not violations
+
+
+def _given(values: Any, path: Sequence[str | int]) -> bool:
+    """Whether ``path`` leads somewhere inside the SpecialResource's own ``spec.set``."""
+    for part in path:
+        inside = isinstance(values, Mapping) and part in values
+        if not inside and not (isinstance(values, list) and isinstance(part, int) and part < len(values)):
+            return False
+        values = values[part]
+    return True
 
 
 def _sort_key(obj: desired.DesiredObject) -> tuple[int, str, str, str, str]:

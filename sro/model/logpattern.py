@@ -71,6 +71,10 @@ class LogPattern:
         """Whether the pattern matches somewhere in ``line`` (cut at LINE_MAX first)."""
         return self._program.search(line[:LINE_MAX]) is not None
 
+    def search_whole(self, text: str) -> bool:
+        """Whether the pattern matches somewhere in ``text``, however long (still linear)."""
+        return self._program.search(text) is not None
+
     def matching_line(self, text: str) -> str | None:
         """The newest line of ``text`` the pattern matches (cut at LINE_MAX), or None."""
         for line in reversed(text.splitlines()):

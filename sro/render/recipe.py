@@ -22,7 +22,7 @@ from typing import Any
 from sro import errors
 from sro.model import names
 from sro.render import problems as problems_
-from sro.render import recipe_yaml, templates
+from sro.render import recipe_yaml, schema, templates
 
 RECIPE_FILE = "recipe.yaml"
 DOCUMENT_EXTENSIONS = (".yaml", ".yml")
@@ -74,6 +74,8 @@ class Recipe:
     origin: str  # the directory or ConfigMap it was read from
     digest: str
     warnings: tuple[str, ...] = ()
+    values_schema: schema.ValuesSchema | None = None
+    """The recipe's ``values.schema.json``, which the merged ``set`` must satisfy."""
 
     def state(self, name: str) -> State:
         for state in self.states:
@@ -162,13 +164,14 @@ def files_from_configmap(data: Mapping[str, str], *, origin: str) -> dict[str, s
     """ConfigMap keys (``recipe.yaml``, ``<state>__<file>.yaml``) as relative paths."""
     files: dict[str, str] = {}
     for key, text in data.items():
-        if key == RECIPE_FILE:
+        if key in (RECIPE_FILE, schema.SCHEMA_FILE):
             files[key] = text
             continue
         state, sep, name = key.partition(CONFIGMAP_SEPARATOR)
         if not sep or not state or not name:
             raise errors.RecipeInvalid(
-                f"ConfigMap key {key!r} is neither {RECIPE_FILE} nor <state>{CONFIGMAP_SEPARATOR}<file>.yaml",
+                f"ConfigMap key {key!r} is neither {RECIPE_FILE}, {schema.SCHEMA_FILE} "
+                f"nor <state>{CONFIGMAP_SEPARATOR}<file>.yaml",
                 location=errors.Location(file=origin),
             )
         files[f"{state}/{name}"] = text
@@ -220,6 +223,12 @@ def collect(
             )
         )
         return None
+    values_schema = None
+    if schema.SCHEMA_FILE in files:
+        try:
+            values_schema = schema.load(files[schema.SCHEMA_FILE], file=f"{where}/{schema.SCHEMA_FILE}")
+        except errors.RecipeError as exc:
+            problems.add(exc)
     states = []
     for entry in header.states:
         docs = _state_documents(entry, files, where=where, problems=problems)
@@ -244,6 +253,7 @@ def collect(
         origin=origin,
         digest=digest.hexdigest()[:16],
         warnings=tuple(problems.warnings),
+        values_schema=values_schema,
     )
 
 

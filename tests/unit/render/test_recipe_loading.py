@@ -147,7 +147,7 @@ def test_configmap_keys_map_to_state_files() -> None:
     )
     r = recipe_.load("demo", files, source=recipe_.Source.CONFIGMAP, origin="configmap/sro/demo")
     assert r.states[0].documents[0].location.file == "configmap/sro/demo/one/a.yaml"
-    with pytest.raises(RecipeInvalid, match=r"neither recipe\.yaml nor"):
+    with pytest.raises(RecipeInvalid, match=r"neither recipe\.yaml, values\.schema\.json nor"):
         recipe_.files_from_configmap({"stray.yaml": ""}, origin="cm")
 
 

@@ -1,0 +1,296 @@
+"""A recipe's ``values.schema.json``: the JSON Schema the merged ``set`` values must satisfy.
+
+Templates read ``set`` with ``StrictUndefined``, so a missing value fails the render, but
+a misspelt key (``driverImag``) or a number where a string belongs renders quietly into
+something wrong. A recipe that ships a schema says which keys and types it takes; lint,
+render and the operator check the merged values against it before rendering, through
+``sro.hooks.pipeline``, so all three refuse the same SpecialResources.
+
+The schema comes from the recipe's author and the values from the SpecialResource's,
+who may be someone else, so evaluation is bounded like a render:
+
+- the file is at most ``recipe.MAX_FILE_BYTES`` and nested at most ``MAX_DEPTH`` levels;
+- patterns (``pattern``, ``patternProperties``) are RE2, matched in linear time
+  (``sro.model.logpattern``): Python's ``re`` backtracks for ever on ``(a+)+$``;
+- references stay inside the file (nothing is fetched), and the keywords whose cost
+  grows with every subschema evaluated beside them (``unevaluatedProperties``,
+  ``unevaluatedItems``, dynamic references) are refused;
+- ``uniqueItems`` compares canonical forms in a set, not every pair;
+- every keyword evaluated checks a ``budget.Budget`` of ``SECONDS``, so a schema that
+  recurses through ``$ref`` without descending stops there, and at most ``MAX_REPORTED``
+  violations are collected.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+from sro import errors
+from sro.model import logpattern
+from sro.render import budget
+
+SCHEMA_FILE = "values.schema.json"
+MAX_DEPTH = 64
+"""Deepest nesting of the schema document; real schemas are a few levels deep."""
+SECONDS = 1.0
+"""Time one check of the values may take; a real schema takes milliseconds."""
+MAX_REPORTED = 10
+"""Violations reported for one SpecialResource; the first ones by path."""
+_REFUSED = {
+    "unevaluatedProperties": "unevaluatedProperties is not supported (use additionalProperties)",
+    "unevaluatedItems": "unevaluatedItems is not supported (use items)",
+    "$dynamicRef": "$dynamicRef is not supported",
+    "$recursiveRef": "$recursiveRef is not supported",
+}
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_SUBSCHEMAS = (
+    "additionalProperties", "propertyNames", "items", "additionalItems", "contains",
+    "not", "if", "then", "else",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Violation:
+    """One way the values break the schema: where (a path into ``set``) and what."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+    @property
+    def dotted(self) -> str:
+        """``driver.image`` or ``devices[2]``: the path as a template would read it."""
+        out = ""
+        for part in self.path:
+            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValuesSchema:
+    """A checked schema, ready to validate values from any thread."""
+
+    file: str  # where it was read, as messages name it
+    document: Mapping[str, Any] = field(repr=False)
+    _validator: Any = field(repr=False, compare=False)
+
+    def violations(self, values: Mapping[str, Any]) -> list[Violation]:
+        """How ``values`` break the schema (none when they satisfy it), first paths first."""
+        token = budget.activate(budget.Budget(budget.Limits(seconds=SECONDS)))
+        try:
+            found = [_violation(e) for e in islice(self._validator.iter_errors(values), MAX_REPORTED)]
+        except budget.OverBudget:
+            found = [Violation(path=(), message=f"checking the values took longer than {SECONDS:g}s")]
+        except RecursionError:
+            found = [Violation(path=(), message="the schema refers to itself without end")]
+        finally:
+            budget.deactivate(token)
+        return sorted(found, key=lambda v: [str(p) for p in v.path])
+
+
+def load(text: str, *, file: str) -> ValuesSchema:
+    """Parse and check a ``values.schema.json``; ``RecipeInvalid`` naming the file (and line)."""
+    try:
+        document = json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise errors.RecipeInvalid(
+            f"not valid JSON: {exc.msg}", location=errors.Location(file=file, line=exc.lineno)
+        ) from None
+    except _Duplicate as exc:
+        raise errors.RecipeInvalid(f"duplicate key {exc}", location=errors.Location(file=file)) from None
+    except RecursionError:
+        raise errors.RecipeInvalid(
+            f"nested deeper than {MAX_DEPTH} levels", location=errors.Location(file=file)
+        ) from None
+    where = errors.Location(file=file)
+    if not isinstance(document, dict):
+        raise errors.RecipeInvalid("must be a JSON object (a JSON Schema)", location=where)
+    if _depth(document) > MAX_DEPTH:
+        raise errors.RecipeInvalid(f"nested deeper than {MAX_DEPTH} levels", location=where)
+    try:
+        _VALIDATOR.check_schema(document)
+    except jsonschema.exceptions.SchemaError as exc:
+        at = "/".join(str(p) for p in exc.absolute_path) or "the top level"
+        why = f"not a valid JSON Schema at {at}: {_short(exc.message)}"
+        raise errors.RecipeInvalid(why, location=where) from None
+    problem = _refused(document, at=())
+    if problem:
+        raise errors.RecipeInvalid(problem, location=where)
+    return ValuesSchema(file=file, document=document, _validator=_VALIDATOR(document))
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Duplicate(repr(key))
+        out[key] = value
+    return out
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _refused(schema: Any, *, at: tuple[str, ...]) -> str | None:
+    """Why the (already meta-validated) schema cannot be evaluated in bounded time, or None."""
+    if not isinstance(schema, dict):
+        return None
+    where = "/".join(at) or "the top level"
+    for keyword, why in _REFUSED.items():
+        if keyword in schema:
+            return f"{why} (at {where})"
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and not ref.startswith("#"):
+        return f"$ref {ref!r} points outside the file; only references within it (#/...) are followed"
+    patterns = [schema["pattern"]] if isinstance(schema.get("pattern"), str) else []
+    patterns += list(schema.get("patternProperties") or ())
+    for pattern in patterns:
+        if bad := logpattern.problem(pattern):
+            return f"pattern {pattern!r} at {where} {bad}"
+    children: list[tuple[str, Any]] = []
+    for keyword in _SUBSCHEMA_MAPS:
+        if isinstance(schema.get(keyword), dict):
+            children += [(f"{keyword}/{k}", v) for k, v in schema[keyword].items()]
+    for keyword in _SUBSCHEMA_LISTS:
+        if isinstance(schema.get(keyword), list):
+            children += [(f"{keyword}/{i}", v) for i, v in enumerate(schema[keyword])]
+    children += [(k, schema[k]) for k in _SUBSCHEMAS if isinstance(schema.get(k), dict)]
+    for name, child in children:
+        if problem := _refused(child, at=(*at, name)):
+            return problem
+    return None
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _violation(error: jsonschema.exceptions.ValidationError) -> Violation:
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties":
+        return Violation(path=path, message="unknown key: the recipe's values schema does not allow it")
+    return Violation(path=path, message=_short(error.message))
+
+
+# --- the bounded validator --------------------------------------------------------------------
+
+Keyword = Callable[[Any, Any, Any, Mapping[str, Any]], Iterator[jsonschema.exceptions.ValidationError]]
+
+
+def _timed(keyword: Keyword) -> Keyword:
+    def run(validator: Any, value: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+        budget.current().check_time()
+        yield from keyword(validator, value, instance, schema) or ()
+
+    return run
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> logpattern.LogPattern:
+    return logpattern.compile_pattern(pattern)  # checked when the schema was loaded
+
+
+def _matches(pattern: str, text: str) -> bool:
+    return _compiled(pattern).search_whole(text)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not _matches(pattern, instance):
+        yield jsonschema.exceptions.ValidationError(
+            f"{_short(repr(instance), 80)} does not match {pattern!r}"
+        )
+
+
+def _pattern_properties(
+    validator: Any, patterns: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _matches(pattern, str(key)):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _extras(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    known = schema.get("properties") or {}
+    patterns = list(schema.get("patternProperties") or ())
+    return [k for k in instance if k not in known and not any(_matches(p, str(k)) for p in patterns)]
+
+
+def _additional_properties(
+    validator: Any, allowed: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    extras = _extras(instance, schema)
+    if validator.is_type(allowed, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], allowed, path=extra)
+    elif not allowed:
+        for extra in extras:
+            yield jsonschema.exceptions.ValidationError(f"{extra!r} is not allowed", path=[extra])
+
+
+def _canonical(value: Any) -> Any:
+    """A hashable form under which two JSON values are equal exactly when JSON Schema says so
+    (1 equals 1.0, true does not equal 1, key order does not count)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, Mapping):
+        return ("object", frozenset((str(k), _canonical(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("array", tuple(_canonical(v) for v in value))
+    return ("other", repr(value))
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+    if unique and validator.is_type(instance, "array"):
+        seen: set[Any] = set()
+        for index, item in enumerate(instance):
+            key = _canonical(item)
+            if key in seen:
+                yield jsonschema.exceptions.ValidationError(f"item {index} repeats an earlier item")
+                return
+            seen.add(key)
+
+
+_BASE: Any = jsonschema.Draft202012Validator
+_VALIDATOR: Any = jsonschema.validators.extend(
+    _BASE,
+    validators={
+        keyword: _timed(function)
+        for keyword, function in {
+            **_BASE.VALIDATORS,
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+            "uniqueItems": _unique_items,
+        }.items()
+    },
+)
