@@ -40,6 +40,9 @@ USER_AGENT = f"sro/{sro.__version__}"
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+METADATA_LIST = f"{JSON};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,{JSON}"
+"""A list answered with each item's metadata only (what ``kubectl get -o name`` asks for);
+a server that cannot answers plain JSON."""
 APPLY_PATCH = "application/apply-patch+yaml"
 
 # Longest error body read into memory; the message keeps far less (sro.kube.errors).
@@ -100,8 +103,8 @@ class Api:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON, "User-Agent": USER_AGENT}
+    async def _headers(self, content_type: str | None, *, accept: str = JSON) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": USER_AGENT}
         if content_type:
             headers["Content-Type"] = content_type
         token = await kconfig.bearer_token(self._cfg)
@@ -137,6 +140,7 @@ class Api:
         resource: str = "",
         retry: bool = True,
         guard: Callable[[], None] | None = None,
+        accept: str = JSON,
     ) -> dict[str, Any]:
         """Send one request and return the JSON answer; typed errors for error answers.
 
@@ -144,14 +148,21 @@ class Api:
         lost may have been carried out: retrying it would do it twice); a 429 is retried
         either way, after the server's Retry-After. ``guard`` is called immediately before
         every attempt and may raise to stop (a write fenced by the lease: a retry that
-        comes after a long Retry-After must not go out once the lease is gone).
+        comes after a long Retry-After must not go out once the lease is gone). ``accept``
+        asks for another JSON form of the answer (``METADATA_LIST``: metadata only).
         """
 
         async def send() -> bytes:
             if guard is not None:
                 guard()
             return await self._once(
-                method, path, params=params, body=body, content_type=content_type, resource=resource
+                method,
+                path,
+                params=params,
+                body=body,
+                content_type=content_type,
+                resource=resource,
+                accept=accept,
             )
 
         answer = await self._retrying(
@@ -226,6 +237,7 @@ class Api:
         body: Any,
         content_type: str | None,
         resource: str,
+        accept: str = JSON,
     ) -> bytes:
         data: bytes | None = None
         if body is not None:
@@ -241,7 +253,7 @@ class Api:
                 self.host + path,
                 params=params,
                 data=data,
-                headers=await self._headers(content_type),
+                headers=await self._headers(content_type, accept=accept),
                 timeout=timeout,
                 server_hostname=self._server_hostname,
             ) as resp:
