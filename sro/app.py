@@ -137,6 +137,9 @@ class _Kinds:
     def cluster_version(self) -> tuple[str, str, str]:
         return self._m.cluster_version()
 
+    def snapshot(self) -> object:
+        return self._m.discovery.facts  # immutable: a newer discovery read is a new object
+
 
 class _RecipeKeys:
     """Recipe ConfigMap change -> the SpecialResources that use the recipe it holds."""

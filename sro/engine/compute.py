@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sro import errors
@@ -34,15 +35,34 @@ async def load_recipe(loader: Callable[[], recipe_.Recipe]) -> recipe_.Recipe:
     return await asyncio.to_thread(loader)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Rendered:
+    """A render and what it was rendered from (``pipeline.render_inputs``)."""
+
+    inputs: tuple[object, ...]
+    state: desired.DesiredState
+
+
 async def render(
     sr: sr_model.SpecialResource,
     recipe: recipe_.Recipe,
     nodes: Sequence[views.NodeView],
     *,
     env: pipeline.Environment,
-) -> desired.DesiredState:
-    """``pipeline.render_desired`` off the loop, under ``env.limits`` as ever."""
-    return await asyncio.to_thread(pipeline.render_desired, sr, recipe, nodes, env=env)
+    facts: object = None,
+    last: Rendered | None = None,
+) -> Rendered:
+    """``pipeline.render_desired`` off the loop, under ``env.limits`` as ever; ``last``
+    again, without rendering, when it was rendered from equal inputs. Nodes advancing
+    through states change no input, so at a thousand nodes most passes render nothing."""
+
+    def run() -> Rendered:
+        inputs = pipeline.render_inputs(sr, recipe, nodes, env=env, facts=facts)
+        if last is not None and last.inputs == inputs:
+            return last
+        return Rendered(inputs=inputs, state=pipeline.render_desired(sr, recipe, nodes, env=env))
+
+    return await asyncio.to_thread(run)
 
 
 async def plan(wanted: desired.DesiredState, seen: observed.Observed, *, now: datetime) -> planner.Plan:

@@ -98,3 +98,8 @@ class Kinds(Protocol):
     def cluster_version(self) -> tuple[str, str, str]:
         """(gitVersion, major, minor) of the API server."""
         ...
+
+    def snapshot(self) -> object:
+        """What is served, as an immutable value: a new one whenever discovery reads again
+        (the render memo compares it, since renders ask ``is_served``)."""
+        ...

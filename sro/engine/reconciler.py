@@ -18,7 +18,7 @@ between passes is bookkeeping whose loss on a restart costs a retry or a log fet
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,7 +31,7 @@ from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, lifecycle, outcomes, planner
+from sro.plan import finish, inputs, lifecycle, outcomes, planner, pod_security
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -53,6 +53,7 @@ class _Memory:
     transient: finish.Transient | None = None
     summary: tuple[object, ...] = ()  # what peers saw of it last time (see _note_summary)
     sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
+    rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,12 +169,20 @@ class Engine:
 
         # render
         try:
-            wanted = await self._render(sr, recipe, all_nodes, keep_off=peers.conflict.excluded)
+            wanted = await self._render(
+                sr, recipe, all_nodes, keep_off=peers.conflict.excluded, memory=memory
+            )
         except errors.RecipeError as exc:
             return await refuse(exc.reason, str(exc))
         failures: list[outcomes.Failure] = []
+        current = None if owner is None else namespace_.current_labels(self._reader, sr)
+        security = pod_security.decide(wanted.objects, sr.spec.pod_security, current=current)
+        if security.warning:
+            wanted = replace(wanted, warnings=(*wanted.warnings, security.warning))
         if owner is None:
-            failures.extend(await namespace_.create(self._writer, sr))
+            failures.extend(await namespace_.create(self._writer, sr, labels=security.labels))
+        elif security.relabel:
+            failures.extend(await namespace_.relabel(self._writer, sr, labels=security.labels))
         failures.extend(await self._watch_kinds(wanted))
 
         # plan
@@ -317,6 +326,7 @@ class Engine:
         nodes: Sequence[views.NodeView],
         *,
         keep_off: frozenset[str],
+        memory: _Memory,
     ) -> desired.DesiredState:
         def environment() -> pipeline.Environment:
             return pipeline.Environment(
@@ -329,13 +339,20 @@ class Engine:
                 policy=self._settings.policy,
             )
 
+        async def render() -> desired.DesiredState:
+            rendered = await compute.render(
+                sr, recipe, nodes, env=environment(), facts=self._kinds.snapshot(), last=memory.rendered
+            )
+            memory.rendered = rendered
+            return rendered.state
+
         try:
-            return await compute.render(sr, recipe, nodes, env=environment())
+            return await render()
         except errors.RecipeError:
             # A kind installed since discovery was last read would look unserved: look again once.
             if not await self._kinds_refreshed():
                 raise
-            return await compute.render(sr, recipe, nodes, env=environment())
+            return await render()
 
     async def _kinds_refreshed(self) -> bool:
         refresh = getattr(self._kinds, "refresh", None)

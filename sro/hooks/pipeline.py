@@ -77,6 +77,49 @@ def render_desired(
     return state
 
 
+def render_inputs(
+    sr: srmodel.SpecialResource,
+    recipe: recipe_.Recipe,
+    nodes: Sequence[views.NodeView],
+    *,
+    env: Environment,
+    facts: object = None,
+) -> tuple[object, ...]:
+    """What ``render_desired`` reads, as one comparable value: two calls with equal inputs
+    render the same ``DesiredState``, so the engine renders again only when this changes.
+
+    The nodes enter only as the selection and, per selected node, what its kernel group
+    and group selector are computed from; their other labels (sro's own state labels
+    above all, which change on every step of every node) do not, so a node advancing
+    costs no render. The SpecialResource enters as its parsed spec plus its labels and
+    annotations (templates may read them); its status does not (a template reading its
+    own status would re-render on every status write). ``facts`` stands for what the
+    cluster serves (``env.is_served`` answers from it): a new discovery read is a new value.
+    """
+    meta = sr.body.get("metadata") or {}
+    selector = selection.effective_selector(sr, recipe_default=recipe.node_selector)
+    selected = selection.select(nodes, selector, excluding=env.keep_off)
+    return (
+        sr,
+        tuple(sorted((meta.get("labels") or {}).items())),
+        tuple(sorted((meta.get("annotations") or {}).items())),
+        recipe,  # the same compiled recipe object until the recipe changes (compared by identity first)
+        env,
+        facts,
+        tuple(
+            (
+                n.name,
+                n.kernel,
+                n.architecture,
+                n.os_image,
+                n.labels.get(views.OS_ID_LABEL),
+                n.labels.get(views.OS_VERSION_LABEL),
+            )
+            for n in selected
+        ),
+    )
+
+
 def collect_desired(
     sr: srmodel.SpecialResource,
     recipe: recipe_.Recipe,
