@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import sro
 from sro import errors
 from sro import settings as settings_
-from sro.cli_args import DEFAULT_ADDR, build_parser
+from sro.cli_args import build_parser
 from sro.hooks import offline, pipeline
 from sro.model import desired, inventory, recipe_policy, views
 from sro.model import specialresource as srmodel
@@ -44,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"version": _version, "lint": _lint, "render": _render, "run": _run}[args.command]
     try:
         return handler(args)
+    except errors.UsageError as exc:
+        print(f"sro {args.command}: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
     except errors.SroError as exc:
         print(f"sro {args.command}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
@@ -153,7 +156,9 @@ def _render(args: argparse.Namespace) -> int:
     operator = values.OperatorInfo(namespace=args.namespace, image="", version=sro.__version__)
     policy = policy_file.load(args.recipe_policy)
     if args.live:
-        result = _render_live(sr, recipe, operator=operator, proxy=proxy, policy=policy)
+        result = _render_live(
+            sr, recipe, operator=operator, proxy=proxy, policy=policy, api=api_settings(args)
+        )
     else:
         text = recipe_.read_text(args.nodes, shown=str(args.nodes))
         nodes = inventory.load(text, file=str(args.nodes))
@@ -179,9 +184,10 @@ def _render_live(
     operator: values.OperatorInfo,
     proxy: values.ProxySettings,
     policy: recipe_policy.RecipePolicy,
+    api: settings_.ApiSettings,
 ) -> desired.DesiredState:
-    """Render for the nodes, version and served kinds of the cluster in KUBECONFIG (read only)."""
-    nodes, facts = asyncio.run(_read_cluster())
+    """Render for the nodes, version and served kinds of the cluster ``api`` names (read only)."""
+    nodes, facts = asyncio.run(_read_cluster(api))
     env = pipeline.Environment(
         cluster_version=facts.version.git_version,
         operator=operator,
@@ -193,12 +199,13 @@ def _render_live(
     return pipeline.render_desired(sr, recipe, nodes, env=env)
 
 
-async def _read_cluster() -> tuple[list[views.NodeView], discovery.ClusterFacts]:
+async def _read_cluster(
+    settings: settings_.ApiSettings,
+) -> tuple[list[views.NodeView], discovery.ClusterFacts]:
     """Every Node, and the server's version and served kinds (one discovery snapshot)."""
-    from sro import settings as settings_  # noqa: PLC0415 - only --live needs the client
-    from sro.kube import discovery, http  # noqa: PLC0415
+    from sro.kube import discovery, http  # noqa: PLC0415 - only --live needs the client
 
-    async with await http.Api.connect(settings_.ApiSettings()) as api:
+    async with await http.Api.connect(settings) as api:
         facts = await discovery.read_facts(api)
         listed = await api.request("GET", "/api/v1/nodes", resource="nodes")
     nodes = sorted((views.NodeView.from_body(b) for b in listed.get("items") or ()), key=lambda n: n.name)
@@ -216,7 +223,11 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print("sro run: the operator runtime (sro.app) is not part of this build", file=sys.stderr)
         return 1
-    result = app.run(run_settings(args))
+    settings = run_settings(args)
+    from sro.kube import config as kubeconfig  # noqa: PLC0415 - lint and render never need it
+
+    kubeconfig.check(settings.api)  # a missing kubeconfig or context: one line, before any log line
+    result = app.run(settings)
     if inspect.isawaitable(result):
         result = asyncio.run(_await(result))
     return int(result or 0)
@@ -226,24 +237,30 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def _address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    return host or "127.0.0.1", int(port)
+def api_settings(args: argparse.Namespace) -> settings_.ApiSettings:
+    """Where the API server is: ``--kubeconfig`` and ``--context`` (run, render --live)."""
+    return settings_.ApiSettings(kubeconfig=args.kubeconfig, context=args.context or None)
+
+
+def server_settings(args: argparse.Namespace) -> settings_.ServerSettings:
+    """The probe server and the metrics server; the same address twice is one server."""
+    probes, metrics = args.health_probe_bind_address, args.metrics_bind_address
+    host, port = probes if probes is not None else ("", None)
+    if metrics is None or metrics == probes:
+        return settings_.ServerSettings(address=host, port=port, metrics=metrics is not None)
+    return settings_.ServerSettings(
+        address=host, port=port, metrics_address=metrics[0], metrics_port=metrics[1]
+    )
 
 
 def run_settings(args: argparse.Namespace) -> settings_.Settings:
     """``sro.settings.Settings`` from the run flags (each already has its environment fallback)."""
     base = settings_.Settings()
-    # One server answers /metrics, /healthz and /readyz: --health-addr decides, or
-    # --metrics-addr when only it was changed.
-    served = args.health_addr
-    if args.health_addr == DEFAULT_ADDR and args.metrics_addr != DEFAULT_ADDR:
-        served = args.metrics_addr
-    host, port = _address(served)
     return dataclasses.replace(
         base,
-        server=dataclasses.replace(base.server, address=host, port=port),
-        log=dataclasses.replace(base.log, format=args.log_format),
+        api=api_settings(args),
+        server=server_settings(args),
+        log=dataclasses.replace(base.log, format=args.log_format, level=args.log_level),
         controller=dataclasses.replace(
             base.controller, workers=args.workers, write_concurrency=args.write_concurrency
         ),

@@ -8,25 +8,77 @@ value the same way whether it came from the command line or from the environment
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-DEFAULT_ADDR = "127.0.0.1:8080"
+DEFAULT_METRICS_ADDR = ":8080"
+"""Every interface, port 8080: controller-runtime's metrics port, what a ServiceMonitor and
+the Deployment expect; reachable on a laptop too."""
+DEFAULT_PROBE_ADDR = ":8081"
+"""Every interface, port 8081: controller-runtime's probe port (the kubelet probes the pod's IP)."""
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name, default)
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (what was wrong) and exit 2, without the usage
+    block: under a supervisor the last line of the log is the one that is read."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def _flag(parser: argparse.ArgumentParser, flag: str, env: str, default: str, text: str, **kw: Any) -> None:
-    """A flag whose default comes from ``env``. argparse passes a string default through
-    ``type`` but never checks it against ``choices``, so checked flags take a ``type``
-    (``_boolean``, ``_one_of``, ``_positive``): an environment value is refused exactly
-    like the same value on the command line, with exit 2 and one line."""
-    parser.add_argument(
-        flag, default=_env(env, default), help=f"{text} (env {env}; default: %(default)r)", **kw
-    )
+class _FromEnv(str):
+    """A default taken from an environment variable: its name goes into the error message."""
+
+    env: str
+
+
+def _env(names: Sequence[str], default: str) -> str:
+    for name in names:
+        if name in os.environ:
+            value = _FromEnv(os.environ[name])
+            value.env = name
+            return value
+    return default
+
+
+def _named(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``convert``, naming the environment variable a refused default came from."""
+
+    def named(text: str) -> Any:
+        try:
+            return convert(text)
+        except argparse.ArgumentTypeError as exc:
+            if isinstance(text, _FromEnv):
+                raise argparse.ArgumentTypeError(f"{exc} (from {text.env})") from None
+            raise
+
+    named.__name__ = getattr(convert, "__name__", "value")
+    return named
+
+
+def _flag(
+    parser: argparse.ArgumentParser,
+    flag: str | Sequence[str],
+    env: str | Sequence[str],
+    default: str,
+    text: str,
+    **kw: Any,
+) -> None:
+    """A flag (the first name; the others are aliases) whose default comes from the first
+    of ``env`` that is set. argparse passes a string default through ``type`` but never
+    checks it against ``choices``, so checked flags take a ``type`` (``_boolean``,
+    ``_one_of``, ``_positive``, ``bind_address`` ...): an environment value is refused
+    exactly like the same value on the command line, with exit 2 and one line."""
+    flags = (flag,) if isinstance(flag, str) else tuple(flag)
+    envs = (env,) if isinstance(env, str) else tuple(env)
+    if "type" in kw:
+        kw["type"] = _named(kw["type"])
+    where = f"env {envs[0]}{''.join(f', alias env {e}' for e in envs[1:])}; default: %(default)r"
+    parser.add_argument(*flags, default=_env(envs, default), help=f"{text} ({where})", **kw)
 
 
 _TRUE = frozenset({"true", "1", "yes", "on", "t", "y"})
@@ -63,6 +115,77 @@ def _positive(text: str) -> int:
     return number
 
 
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+
+
+def bind_address(text: str) -> tuple[str, int] | None:
+    """``host:port``, ``:port`` (every interface) or ``[ipv6]:port`` as (host, port); ``0`` is
+    None (not served), as in controller-runtime."""
+    if text.strip() == "0":
+        return None
+    host, colon, port = text.strip().rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        valid = _ip(host)
+    else:
+        valid = not host or _ip(host) or bool(_HOST.fullmatch(host))
+    if not colon or not valid or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not host:port, :port or 0")
+    return host, int(port)
+
+
+def _ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def namespace(text: str) -> str:
+    """A namespace name (a DNS label), refused here rather than by the API server later."""
+    if not _DNS_LABEL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name (a DNS label)")
+    return text
+
+
+def _optional_namespace(text: str) -> str:
+    return namespace(text) if text else ""
+
+
+def _file(text: str) -> Path:
+    """A file that exists (a missing one is a usage error, before anything is read)."""
+    if not Path(text).is_file():
+        why = "is not a regular file" if Path(text).exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return Path(text)
+
+
+def _optional_file(text: str) -> str:
+    return str(_file(text)) if text else ""
+
+
+def _existing(text: str) -> Path:
+    """A file or a directory that exists."""
+    if not Path(text).exists():
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
+    return Path(text)
+
+
+def _kube_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        metavar="FILE",
+        type=_named(_optional_file),
+        help="the kubeconfig (env KUBECONFIG; default: ~/.kube/config, or the service account in a pod)",
+    )
+    _flag(parser, "--context", "SRO_CONTEXT", "", "the kubeconfig context (default: its current-context)")
+
+
 def _proxy_flags(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "--http-proxy", "SRO_HTTP_PROXY", "", "HTTP proxy injected into proxy-annotated containers")
     _flag(parser, "--https-proxy", "SRO_HTTPS_PROXY", "", "HTTPS proxy injected likewise")
@@ -77,11 +200,13 @@ def _policy_flag(parser: argparse.ArgumentParser) -> None:
         "",
         "a YAML file of what recipes may create beyond (or short of) the default policy "
         "(docs/recipes.md); the same for lint, render and run",
+        type=_optional_file,
+        metavar="FILE",
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sro", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = Parser(prog="sro", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     commands.add_parser("version", help="print the version")
@@ -93,12 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
     _policy_flag(lint)
 
     render = commands.add_parser("render", help="print the objects a SpecialResource would get")
-    render.add_argument("--recipe", required=True, type=Path, metavar="DIR", help="the recipe directory")
-    render.add_argument("--sr", required=True, type=Path, metavar="FILE", help="a SpecialResource YAML file")
+    render.add_argument("--recipe", required=True, type=_existing, metavar="DIR", help="the recipe directory")
+    render.add_argument("--sr", required=True, type=_file, metavar="FILE", help="a SpecialResource YAML file")
     where = render.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--nodes",
-        type=Path,
+        type=_file,
         metavar="INVENTORY",
         help="a node inventory (hack/inventory format) or a file of Node objects",
     )
@@ -108,7 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--cluster-version", default="1.36", help="Kubernetes version for templates (offline)"
     )
-    _flag(render, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace, for templates")
+    _flag(
+        render, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace, for templates",
+        type=namespace,
+    )  # fmt: skip
+    _kube_flags(render)  # for --live
     _proxy_flags(render)
     _policy_flag(render)
 
@@ -121,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_NAMESPACE",
         "sro-system",
         "the operator's namespace (ConfigMap recipes, lease)",
+        type=namespace,
     )
     _flag(
         run,
@@ -131,12 +261,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(
         run,
-        "--metrics-addr",
-        "SRO_METRICS_ADDR",
-        DEFAULT_ADDR,
-        "host:port serving /metrics (the same server as --health-addr; set one of the two)",
+        ("--metrics-bind-address", "--metrics-addr"),
+        ("SRO_METRICS_BIND_ADDRESS", "SRO_METRICS_ADDR"),
+        DEFAULT_METRICS_ADDR,
+        "host:port serving /metrics (:port for every interface, 0 for none; the same address "
+        "as the probes shares their server)",
+        type=bind_address,
+        metavar="ADDR",
     )
-    _flag(run, "--health-addr", "SRO_HEALTH_ADDR", DEFAULT_ADDR, "host:port serving /healthz and /readyz")
+    _flag(
+        run,
+        ("--health-probe-bind-address", "--health-addr"),
+        ("SRO_HEALTH_PROBE_BIND_ADDRESS", "SRO_HEALTH_ADDR"),
+        DEFAULT_PROBE_ADDR,
+        "host:port serving /healthz and /readyz (:port for every interface, 0 for none)",
+        type=bind_address,
+        metavar="ADDR",
+    )
+    _kube_flags(run)
     _flag(
         run,
         "--leader-elect",
@@ -152,10 +294,15 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_LEADER_ELECT_NAMESPACE",
         "",
         "namespace of the Lease (default: --namespace)",
+        type=_optional_namespace,
     )
     _flag(
         run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format: json, console or auto",
         type=_one_of("json", "console", "auto"),
+    )  # fmt: skip
+    _flag(
+        run, "--log-level", "SRO_LOG_LEVEL", "info", "lowest level logged: debug, info, warning or error",
+        type=_one_of("debug", "info", "warning", "error"), metavar="LEVEL",
     )  # fmt: skip
     _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=_positive)
     _flag(

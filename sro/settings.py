@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 class ApiSettings:
     kubeconfig: str | None = None
     """Path to a kubeconfig; None means ``KUBECONFIG``/``~/.kube/config``, or in-cluster in a pod."""
+    context: str | None = None
+    """The kubeconfig context to use; None means its ``current-context``."""
     connect_timeout: float = 10.0
     """Seconds to establish a connection; the API server is near, a slow connect is a dead one."""
     request_timeout: float = 60.0
@@ -86,9 +88,21 @@ class LeaseSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class ServerSettings:
+    """Where /healthz and /readyz (the probe server) and /metrics are served.
+
+    ``sro run`` serves them apart, as controller-runtime does (metrics on 8080, probes on
+    8081), so a NetworkPolicy or a ServiceMonitor can reach one without the other. An
+    empty address means every interface."""
+
     address: str = "127.0.0.1"
-    port: int = 8080
-    """Port for /metrics, /healthz and /readyz; 0 picks a free one (tests)."""
+    port: int | None = 8081
+    """Port of the probe server; 0 picks a free one (tests); None serves no probes."""
+    metrics_address: str = "127.0.0.1"
+    metrics_port: int | None = None
+    """Port of a metrics server of its own; 0 picks a free one; None serves /metrics on the
+    probe server (one server for everything, what tests use)."""
+    metrics: bool = True
+    """False serves /metrics nowhere (``--metrics-bind-address 0``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

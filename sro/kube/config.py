@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes_asyncio import config as kconfig
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
@@ -32,29 +33,97 @@ def in_cluster() -> bool:
 async def load(settings: settings_.ApiSettings) -> Any:
     """A fresh ``Configuration``: the given kubeconfig, else in-cluster, else the default kubeconfig."""
     cfg = Configuration()
-    explicit = settings.kubeconfig or os.environ.get("KUBECONFIG")
-    if explicit:
-        _must_exist(explicit, what="KUBECONFIG")
-        await kconfig.load_kube_config(config_file=explicit, client_configuration=cfg, persist_config=False)
-    elif in_cluster():
+    path = kubeconfig_path(settings)
+    if path is None:
         kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     else:
-        _must_exist(_default_kubeconfig(), what="no KUBECONFIG, not in a pod, and the default kubeconfig")
-        await kconfig.load_kube_config(client_configuration=cfg, persist_config=False)
+        check(settings)
+        try:
+            await kconfig.load_kube_config(
+                config_file=path, context=settings.context, client_configuration=cfg, persist_config=False
+            )
+        except (kconfig.ConfigException, OSError, ValueError) as exc:
+            # A certificate file it names is missing, a field is malformed: the loader's words.
+            raise errors.UsageError(f"kubeconfig {path!r}: {' '.join(str(exc).split())}") from None
     cfg.connection_pool_maxsize = settings.pool_size
     return cfg
 
 
+def kubeconfig_path(settings: settings_.ApiSettings) -> str | None:
+    """The kubeconfig to read (``--kubeconfig``, ``KUBECONFIG``, or the default one); None in a
+    pod with neither given, where the service account is used."""
+    explicit = settings.kubeconfig or os.environ.get("KUBECONFIG")
+    if explicit:
+        return explicit
+    if in_cluster():
+        return None
+    return _default_kubeconfig()
+
+
+def check(settings: settings_.ApiSettings) -> None:
+    """Refuse, in one line, a kubeconfig that is missing or names no usable context, before
+    anything else starts (the loader's own errors are a logged warning, then a misleading
+    "Expected key current-context" about the empty config it made of nothing)."""
+    path = kubeconfig_path(settings)
+    if path is None:
+        return
+    names = [p for p in path.split(os.pathsep) if p]
+    what = "--kubeconfig" if settings.kubeconfig else "KUBECONFIG" if os.environ.get("KUBECONFIG") else ""
+    if not any(Path(p).expanduser().is_file() for p in names):
+        if what:
+            raise errors.UsageError(f"{what} {path!r} is not a readable file")
+        raise errors.UsageError(
+            f"no KUBECONFIG, not in a pod, and the default kubeconfig {path!r} is not a readable file"
+        )
+    contexts: dict[str, Any] = {}
+    clusters: set[str] = set()
+    current = ""
+    for name in names:  # merged as the loader merges them: first entry of a name wins
+        body = _read(Path(name).expanduser())
+        for entry in _entries(body, "contexts"):
+            contexts.setdefault(str(entry.get("name")), entry.get("context") or {})
+        clusters.update(str(entry.get("name")) for entry in _entries(body, "clusters"))
+        current = str(body.get("current-context") or "") if "current-context" in body else current
+    context = settings.context or current
+    if not context:
+        hint = f"pass --context (one of {_listed(contexts)})" if contexts else "and no context"
+        raise errors.UsageError(f"kubeconfig {path!r} has no current-context: {hint}")
+    if context not in contexts:
+        raise errors.UsageError(
+            f"kubeconfig {path!r} has no context {context!r} (it has {_listed(contexts)})"
+        )
+    cluster = str(contexts[context].get("cluster") or "") if isinstance(contexts[context], dict) else ""
+    if cluster not in clusters:
+        raise errors.UsageError(
+            f"kubeconfig {path!r}: context {context!r} names no known cluster ({cluster!r})"
+        )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        body = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise errors.UsageError(
+            f"kubeconfig {str(path)!r} cannot be read: {' '.join(str(exc).split())}"
+        ) from None
+    if not isinstance(body, dict):
+        raise errors.UsageError(f"kubeconfig {str(path)!r} is not a mapping")
+    return body
+
+
+def _entries(body: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    found = body.get(key) or []
+    return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
+
+
+def _listed(names: Any) -> str:
+    return ", ".join(sorted(names)) or "none"
+
+
 def _default_kubeconfig() -> str:
     return str(Path(KUBE_CONFIG_DEFAULT_LOCATION).expanduser())
-
-
-def _must_exist(paths: str, *, what: str) -> None:
-    """Say which kubeconfig is missing, in one line, before the library's loader prints a
-    line of its own and then fails on the empty config it made of nothing."""
-    names = [p for p in paths.split(os.pathsep) if p]
-    if not any(Path(p).is_file() for p in names):
-        raise errors.SroError(f"{what} {paths!r} is not a readable file")
 
 
 async def bearer_token(cfg: Any) -> str | None:

@@ -23,9 +23,10 @@ Logging is set up by the caller, once per process: ``sro.observe.logs.configure(
 every line logged during a reconcile then carries its key. Settings are
 ``sro.settings.Settings`` (frozen; each default explained where it is declared).
 
-Order of ``run``: connect; serve /healthz, /readyz, /metrics; start every reflector
-and wait until all have listed; then, with leader election on, stand by (caches stay
-warm, events keep filling the queue) until the Lease is ours; then start the workers.
+Order of ``run``: connect; serve /healthz and /readyz, and /metrics (``ServerSettings``);
+start every reflector and wait until all have listed; then, with leader election on, stand
+by (caches stay warm, events keep filling the queue) until the Lease is ours; then start
+the workers.
 Losing the Lease cancels the workers at once (no write after the renew deadline) and
 ``run`` returns 1. A stop request stops taking keys, lets in-flight reconciles finish
 within the grace period, releases the Lease, closes every stream and the session, and
@@ -99,6 +100,8 @@ class Manager:
         self._writer: ssa.Writer | None = None
         self._elector: lease.LeaderElector | None = None
         self.health: health.HealthServer | None = None
+        """The probe server (and /metrics too, unless they are served apart) while running."""
+        self.metrics_server: health.HealthServer | None = None
 
     # -- registration ---------------------------------------------------------
 
@@ -231,20 +234,32 @@ class Manager:
                 self._discovery = discovery_.Discovery(api)
                 self._writer = ssa.Writer(api=api, discovery=self._discovery, fence=self._may_write)
                 await self._discovery.read()  # the version and every served kind, once
-                self.health = health.HealthServer(metrics=self.metrics, ready=self.ready)
-                await self.health.start(host=self.settings.server.address, port=self.settings.server.port)
                 try:
+                    await self._serve()
                     async with asyncio.TaskGroup() as group:
                         await self.caches.start_all(group, api=api, discovery=self._discovery)
                         code = await self._lifecycle()
                         self.caches.stop_all()
                 finally:
                     self.caches.stop_all()
-                    await self.health.stop()
+                    for server in (self.health, self.metrics_server):
+                        if server is not None:
+                            await server.stop()
         finally:
             restore()
         log.info("manager stopped", exit_code=code)
         return code
+
+    async def _serve(self) -> None:
+        """The probe server, and /metrics on a server of its own, beside it, or nowhere."""
+        server = self.settings.server
+        shared = server.metrics and server.metrics_port is None
+        if server.port is not None:
+            self.health = health.HealthServer(metrics=self.metrics if shared else None, ready=self.ready)
+            await self.health.start(host=server.address, port=server.port)
+        if server.metrics and server.metrics_port is not None:
+            self.metrics_server = health.HealthServer(metrics=self.metrics)
+            await self.metrics_server.start(host=server.metrics_address, port=server.metrics_port)
 
     async def _until_stopped(self, awaitable: Any) -> bool:
         """Await ``awaitable`` unless a stop comes first; True if it completed, and what it

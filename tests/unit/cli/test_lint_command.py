@@ -100,10 +100,15 @@ def test_run_help_names_every_flag_and_its_environment_variable(capsys: pytest.C
     for flag, env in [
         ("--namespace", "SRO_NAMESPACE"),
         ("--recipes", "SRO_RECIPE_DIRS"),
+        ("--metrics-bind-address", "SRO_METRICS_BIND_ADDRESS"),
         ("--metrics-addr", "SRO_METRICS_ADDR"),
+        ("--health-probe-bind-address", "SRO_HEALTH_PROBE_BIND_ADDRESS"),
         ("--health-addr", "SRO_HEALTH_ADDR"),
+        ("--kubeconfig", "KUBECONFIG"),
+        ("--context", "SRO_CONTEXT"),
         ("--leader-elect", "SRO_LEADER_ELECT"),
         ("--log-format", "SRO_LOG_FORMAT"),
+        ("--log-level", "SRO_LOG_LEVEL"),
         ("--workers", "SRO_WORKERS"),
         ("--http-proxy", "SRO_HTTP_PROXY"),
         ("--https-proxy", "SRO_HTTPS_PROXY"),
@@ -121,12 +126,13 @@ def test_run_settings_come_from_flags_with_environment_fallbacks(monkeypatch: py
     assert settings.controller.workers == 9
     assert settings.lease.enabled is False and settings.lease.namespace == "ops"
     assert (settings.server.address, settings.server.port) == ("0.0.0.0", 9090)
-    assert settings.log.format == "json"
+    assert (settings.server.metrics_address, settings.server.metrics_port) == ("", 8080)
+    assert settings.log.format == "json" and settings.log.level == "info"
 
 
 def test_render_without_a_node_source_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
-        cli.main(["render", "--recipe", "assets/simple-kmod", "--sr", "x.yaml"])
+        cli.main(["render", "--recipe", "assets/simple-kmod", "--sr", "tests/golden/simple-kmod.sr.yaml"])
     assert caught.value.code == 2
     assert "one of the arguments --nodes --live is required" in capsys.readouterr().err
 
@@ -164,10 +170,29 @@ def test_render_of_a_broken_recipe_exits_1_naming_the_file_and_line(
     )
 
 
-def test_a_metrics_address_alone_moves_the_single_server() -> None:
-    args = cli.build_parser().parse_args(["run", "--metrics-addr", "0.0.0.0:9100"])
-    settings = cli.run_settings(args)
-    assert (settings.server.address, settings.server.port) == ("0.0.0.0", 9100)
+def test_metrics_and_probes_are_served_apart_on_controller_runtime_s_ports_by_default() -> None:
+    server = cli.run_settings(cli.build_parser().parse_args(["run"])).server
+    assert (server.metrics_address, server.metrics_port, server.metrics) == ("", 8080, True)
+    assert (server.address, server.port) == ("", 8081)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--metrics-addr", "0.0.0.0:9100"], ("", 8081, "0.0.0.0", 9100, True)),
+        (["--metrics-bind-address", "0"], ("", 8081, "127.0.0.1", None, False)),
+        (
+            ["--health-addr", "[::1]:9000", "--metrics-addr", "[::1]:9000"],
+            ("::1", 9000, "127.0.0.1", None, True),
+        ),
+        (["--health-probe-bind-address", "0"], ("", None, "", 8080, True)),
+    ],
+)
+def test_bind_addresses_and_their_aliases_reach_the_server_settings(
+    argv: list[str], expected: tuple[object, ...]
+) -> None:
+    s = cli.run_settings(cli.build_parser().parse_args(["run", *argv])).server
+    assert (s.address, s.port, s.metrics_address, s.metrics_port, s.metrics) == expected
 
 
 def test_operator_flags_reach_the_settings_without_touching_the_environment(

@@ -93,5 +93,6 @@ def test_deny_kinds_add_to_the_defaults_and_allow_kinds_take_away(tmp_path: Path
 
 
 def test_run_carries_the_policy_file_into_its_settings(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("{}\n")
     args = cli.build_parser().parse_args(["run", "--recipe-policy", str(tmp_path / "p.yaml")])
     assert cli.run_settings(args).operator.recipe_policy == str(tmp_path / "p.yaml")
