@@ -6,6 +6,7 @@ that knows a DaemonSet keeps it at ``spec.template.spec`` and a CronJob two leve
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sro.hooks import base
@@ -33,6 +34,18 @@ def pod_template(body: dict[str, Any]) -> dict[str, Any] | None:
     node = body
     for key in path:
         node = base.sub(node, key)
+    return node
+
+
+def read_template(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``pod_template`` for reading: nothing is created, a missing level is empty."""
+    path = _TEMPLATE_PATHS.get(str(body.get("kind", "")))
+    if path is None:
+        return None
+    node: Mapping[str, Any] = body
+    for key in path:
+        child = node.get(key)
+        node = child if isinstance(child, Mapping) else {}
     return node
 
 

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro import errors
-from sro.model import names
+from sro.model import names, pod_security
 
 GROUP = "sro.dev"
 VERSION = "v1alpha1"
@@ -76,6 +76,7 @@ class Spec:
     management_state: ManagementState = ManagementState.MANAGED
     taints: tuple[TaintSpec, ...] = ()
     priority_classes: tuple[PriorityClassSpec, ...] = ()
+    pod_security: pod_security.Override = pod_security.NONE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +168,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
         "managementState",
         "taints",
         "priorityClasses",
+        "podSecurity",
     }
     if unknown:
         p.add(f"unknown spec fields {sorted(unknown)}")
@@ -199,6 +201,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
         management = ManagementState.MANAGED
     taints = _taints(spec.get("taints"), p)
     priorities = _priority_classes(spec.get("priorityClasses"), p)
+    security = pod_security.parse(spec.get("podSecurity"), p.items)
     if p.items:
         raise p.error()
     return SpecialResource(
@@ -217,6 +220,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
             management_state=management,
             taints=taints,
             priority_classes=priorities,
+            pod_security=security,
         ),
         body=body,
     )

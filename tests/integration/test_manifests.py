@@ -327,6 +327,7 @@ NEEDED = [
     ("list", "nodes"),
     ("patch", "nodes"),
     ("create", "namespaces"),
+    ("patch", "namespaces"),
     ("delete", "namespaces"),
     ("watch", "pods", "--all-namespaces"),
     ("delete", "pods", "-n", "nvidia-gpu"),
