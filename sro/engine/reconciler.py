@@ -26,12 +26,12 @@ import structlog
 
 from sro import errors
 from sro.cache import projections
-from sro.engine import compute, node_writes, pod_logs, ports, recipes, status_writes, teardown, waves, writes
+from sro.engine import compute, execute, ports, recipes, status_writes, teardown, waves
 from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
-from sro.model import desired, recipe_policy, views
+from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, lifecycle, outcomes, planner, pod_security
+from sro.plan import finish, inputs, outcomes, planner, pod_security
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -90,12 +90,15 @@ class Engine:
         self._foreign_noted: set[tuple[str, str, str]] = set()
         # name -> (the status the cache showed when this engine last wrote, what it wrote)
         self._written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.state_nodes: dict[str, Mapping[str, Mapping[progress.Phase, int]]] = {}
+        """name -> state -> phase -> nodes, from the last walk (the per-state node gauge)."""
 
     async def reconcile(self, key: str) -> float | None:
         body = self._reader.special_resource(key)
         if body is None:
             self._memory.pop(key, None)
             self._written.pop(key, None)
+            self.state_nodes.pop(key, None)
             self._wake_peers(key, reason="deleted")
             return None
         now = self._clock()
@@ -115,6 +118,8 @@ class Engine:
             return await self._conclude(key, body, previous=previous, status=refused.status)
         log.debug("reconciling", sr=sr.name, generation=sr.generation)
         memory = self._memory.setdefault(sr.name, _Memory())
+        if sr.deleting or sr.spec.management_state is sr_model.ManagementState.REMOVED:
+            self.state_nodes.pop(sr.name, None)
         if sr.deleting:
             return await teardown.finalize(self._teardown_context(sr, previous), now=now)
         if sr_model.FINALIZER not in sr.finalizers:
@@ -206,42 +211,30 @@ class Engine:
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
         planned = await compute.plan(wanted, seen, now=now)
         memory.retries = dict(planned.retries)
+        if planned.walk is not None:
+            self.state_nodes[sr.name] = {s: planned.walk.phase_counts(s) for s in planned.walk.order}
 
         # execute
-        applied = await writes.apply_objects(
+        executed = await execute.execute(
             self._writer,
-            planned.apply,
+            planned,
             sr=sr,
+            nodes=tuple(all_nodes),
             live={v.ref: v for v in mine},
             foreign={v.ref: v for v in foreign},
-            opening=planned.opening,
-            blocks=planned.blocks,
-            limit=self._settings.write_concurrency,
             sent=memory.sent,
+            logs=memory.logs,
             lagging=seen.lagging,
+            limit=self._settings.write_concurrency,
         )
         kept = {o.ref for o in wanted.objects}
         memory.sent = {ref: h for ref, h in memory.sent.items() if ref in kept}
-        deleted = await writes.delete_objects(
-            self._writer, planned.delete, sr_name=sr.name, limit=self._settings.write_concurrency
-        )
-        node_failures = await node_writes.carry_out(
-            self._writer,
-            lifecycle.held_back(planned.node_labels, sr_name=sr.name, blocked=applied.blocked_states),
-            sr_name=sr.name,
-            nodes=all_nodes,
-            limit=self._settings.write_concurrency,
-        )
-        logs_matched = await pod_logs.fetch(
-            self._writer, planned.logs_needed, memory.logs, limit=self._settings.write_concurrency
-        )
-        failures.extend((*applied.failures, *deleted.failures))
-        failures.extend(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures)
+        failures.extend(executed.failures)
 
         # finish
         done = finish.finish(
             planned,
-            finish.Outcomes(failures=tuple(failures), logs_matched=logs_matched),
+            finish.Outcomes(failures=tuple(failures), logs_matched=executed.logs_matched),
             previous=previous,
             peers=peers,
             transient=memory.transient,

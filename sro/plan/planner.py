@@ -13,7 +13,8 @@ here does I/O or reads a clock.
                already carries the labels of its ``after`` states (the pod is pinned by
                ``nodeName``, so the kubelet, not the scheduler, checks its required
                affinity and would fail it: the pod follows the labels one pass later);
-               never a failed pod waiting for its retry;
+               never a failed pod waiting for its retry; at most ``PASS_WRITES`` per-node
+               objects a pass (and as many ``node_labels``), the next pass at once;
   ``delete``   ``lifecycle.Deletion``s: owned objects no longer desired, per-node pods of
                states not open on their node (they re-run when it reopens), failed pods
                whose backoff has passed, DaemonSet pods of an older pod template
@@ -76,6 +77,12 @@ RECIPE_RECHECK = 30.0
 use, a permanent write failure), or whose recipe comes from a drop-in directory, looks
 again: directories are not watched, so an added, fixed or edited recipe is noticed within
 this time without a restart (reading the caches and the files writes nothing)."""
+PASS_WRITES = 256
+"""At most this many per-node objects and as many node changes per pass; the rest wait
+for the next pass, which comes at once. A pass is then bounded in time whatever the
+cluster's size (at 5,000 nodes one pass with every validation pod would outlast the
+reconcile timeout), and a node that just finished a state is seen by a pass that started
+well after, not by one still busy with thousands of writes from before."""
 CATCH_UP = timedelta(seconds=1)
 """How soon to look again when a deletion waited for a cache to show sro's own last write
 (the watch brings it within milliseconds to seconds; the event wakes the key anyway)."""
@@ -135,6 +142,22 @@ def _to_apply(
     )
 
 
+def _bounded(
+    objects: tuple[desired.DesiredObject, ...],
+) -> tuple[tuple[desired.DesiredObject, ...], bool]:
+    """``objects`` with at most ``PASS_WRITES`` per-node ones (the first, in plan order:
+    every cluster-wide object stays), and whether any was left for the next pass."""
+    kept: list[desired.DesiredObject] = []
+    per_node = 0
+    for obj in objects:
+        if obj.node is not None:
+            per_node += 1
+            if per_node > PASS_WRITES:
+                continue
+        kept.append(obj)
+    return tuple(kept), per_node > PASS_WRITES
+
+
 def _seconds(delays: list[timedelta]) -> float | None:
     return min(delays).total_seconds() if delays else None
 
@@ -191,13 +214,16 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
         status = summary.status_no_nodes(
             previous, wanted=wanted, generation=seen.generation, recipe_source=seen.recipe_source, now=now
         )
-    to_apply = _to_apply(wanted, seen, walked)
+    to_apply, cut_objects = _bounded(_to_apply(wanted, seen, walked))
+    node_labels = lifecycle.node_changes(wanted, seen, walked)
+    if len(node_labels) > PASS_WRITES or cut_objects:
+        delays.append(timedelta(0))  # more to write than one pass carries: go on at once
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}
     return Plan(
         apply=to_apply,
         opening=frozenset(o.state for o in to_apply if o.state not in started),
         delete=delete,
-        node_labels=lifecycle.node_changes(wanted, seen, walked),
+        node_labels=node_labels[:PASS_WRITES],
         status=status,
         events=(
             *events.transitions(previous, status, removed=[d.ref for d in stale if d in delete]),

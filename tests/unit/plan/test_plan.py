@@ -22,6 +22,7 @@ from builders import (
     World,
     container,
     ds,
+    bare_pod,
     ds_pod,
     failed_pod,
     label,
@@ -379,3 +380,31 @@ def test_a_per_node_pod_is_applied_only_once_its_node_carries_the_after_labels()
     assert [o.ref.name for o in first.apply] == ["driver"]
     assert labels_of(first) == {"n1": {label("state-driver"): "ready"}}
     assert [o.ref.name for o in planner.plan(want, labelled, now=T0).apply] == ["driver", "validate-n1"]
+
+
+def test_a_pass_carries_at_most_its_budget_of_per_node_writes_and_the_next_comes_at_once() -> None:
+    many = tuple(f"n{i:04d}" for i in range(planner.PASS_WRITES + 40))
+    d = ds("driver", "state-driver")
+    pods = node_pods("validate", "state-validation", many)
+    want = wanted(states("state-driver", "state-validation"), [d, *pods], many)
+    driver_ready = {label("state-driver"): "ready"}
+    fresh = seen([node(n) for n in many], objects=[live(d)], pods=[ds_pod(d, n) for n in many])
+    first = planner.plan(want, fresh, now=T0)
+    assert len(first.node_labels) == planner.PASS_WRITES
+    assert first.requeue_after == 0
+    labelled = seen(
+        [node(n, driver_ready) for n in many], objects=[live(d)], pods=[ds_pod(d, n) for n in many]
+    )
+    second = planner.plan(want, labelled, now=T0)
+    per_node = [o for o in second.apply if o.node is not None]
+    assert [o.ref.name for o in second.apply if o.node is None] == ["driver"], "cluster-wide objects all go"
+    assert len(per_node) == planner.PASS_WRITES
+    assert second.requeue_after == 0
+    done = {o.node for o in per_node}
+    rest = seen(
+        [node(n, driver_ready) for n in many],
+        objects=[live(d), *(live(o) for o in per_node)],
+        pods=[*(ds_pod(d, n) for n in many), *(bare_pod(o, phase="Running") for o in per_node)],
+    )
+    third = planner.plan(want, rest, now=T0)
+    assert {o.node for o in third.apply if o.node is not None} == set(many) - done

@@ -1,0 +1,94 @@
+"""Carrying out one plan: object writes, deletions, node changes and log reads, overlapped.
+
+A pass at a thousand nodes holds hundreds of independent requests, and while it runs,
+the nodes that just finished a state wait for the next pass to see them. So the parts
+of a plan that do not depend on each other go out at the same time instead of one
+phase after another:
+
+* object applies, then the node changes (a state whose write was refused keeps its
+  ready labels and ``complete`` back: ``lifecycle.held_back`` needs the applies' answer);
+* deletions (stale objects, closed and failed pods: nothing applied in the same pass
+  needs them gone first; a pod to re-create is created by a later pass, once its
+  deletion shows in the cache);
+* log reads (reads only).
+
+Each part keeps its own bound on requests in flight (``limit``). A part that must end
+the reconcile (``errors.NotLeader``) cancels the others and is raised as itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+
+from sro import errors
+from sro.cache import projections
+from sro.engine import node_writes, pod_logs, ports, writes
+from sro.model import desired, views
+from sro.model import specialresource as sr_model
+from sro.plan import lifecycle, outcomes, planner
+
+
+@dataclass(frozen=True, kw_only=True)
+class Executed:
+    """What carrying out a plan reported: every failure, and whether a log tail matched."""
+
+    failures: tuple[outcomes.Failure, ...]
+    logs_matched: bool
+
+
+async def execute(
+    writer: ports.Writer,
+    planned: planner.Plan,
+    *,
+    sr: sr_model.SpecialResource,
+    nodes: tuple[views.NodeView, ...],
+    live: Mapping[desired.ObjectRef, projections.ObjectView],
+    foreign: Mapping[desired.ObjectRef, projections.ObjectView],
+    sent: MutableMapping[desired.ObjectRef, tuple[str, int]],
+    logs: dict[str, Mapping[str, str]],
+    lagging: frozenset[tuple[str, str]],
+    limit: int,
+) -> Executed:
+    """Carry out ``planned`` (see the module docstring); ``sent`` and ``logs`` are the
+    engine's memory of applied bodies and fetched tails, updated in place."""
+
+    async def objects_then_nodes() -> tuple[writes.WriteReport, tuple[tuple[str, errors.SroError], ...]]:
+        applied = await writes.apply_objects(
+            writer,
+            planned.apply,
+            sr=sr,
+            live=live,
+            foreign=foreign,
+            opening=planned.opening,
+            blocks=planned.blocks,
+            limit=limit,
+            sent=sent,
+            lagging=lagging,
+        )
+        node_failures = await node_writes.carry_out(
+            writer,
+            lifecycle.held_back(planned.node_labels, sr_name=sr.name, blocked=applied.blocked_states),
+            sr_name=sr.name,
+            nodes=nodes,
+            limit=limit,
+        )
+        return applied, node_failures
+
+    try:
+        async with asyncio.TaskGroup() as group:  # one part failing for good (NotLeader) stops all
+            first = group.create_task(objects_then_nodes())
+            deleting = group.create_task(
+                writes.delete_objects(writer, planned.delete, sr_name=sr.name, limit=limit)
+            )
+            reading = group.create_task(pod_logs.fetch(writer, planned.logs_needed, logs, limit=limit))
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    (applied, node_failures), deleted, logs_matched = first.result(), deleting.result(), reading.result()
+    failures = (
+        *applied.failures,
+        *deleted.failures,
+        *(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
+    )
+    return Executed(failures=failures, logs_matched=logs_matched)
