@@ -3,7 +3,8 @@
 A recipe is only valid if it renders, so lint renders it, for a representative
 inventory: one synthetic node per common OS family (each its own kernel group) that
 carries the recipe's selector labels, so kernel-affine and per-node documents are
-exercised too. Kinds are judged by the built-in table (an unknown kind must be optional).
+exercised too. Kinds are judged by the built-in table and the kinds declared with
+``--api-versions`` (any other kind must be optional).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.errors import RecipeError
-from sro.hooks import pipeline
+from sro.hooks import offline_inputs, pipeline
 from sro.model import recipe_policy, selection, views
 from sro.model import specialresource as srmodel
-from sro.render import kinds, values, yamlstrict
+from sro.render import kinds, values
 from sro.render import problems as problems_
 from sro.render import recipe as recipe_
 
@@ -87,6 +88,7 @@ def check_recipe(
     sr: srmodel.SpecialResource | None = None,
     cluster_version: str = "1.36",
     policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT,
+    declared: kinds.Declared = kinds.BUILTIN,
 ) -> Report:
     """Render ``recipe`` (for ``sr``, or a default one) on representative nodes; every problem."""
     sr = sr or synthetic_sr(recipe.name)
@@ -97,8 +99,8 @@ def check_recipe(
         proxy=values.ProxySettings(
             http="http://proxy.lint:3128", https="http://proxy.lint:3128", no_proxy=".cluster.local"
         ),
-        is_namespaced=kinds.builtin_is_namespaced,
-        is_served=kinds.builtin_is_served,
+        is_namespaced=declared.is_namespaced,
+        is_served=declared.is_served,
         policy=policy,
     )
     _, found = pipeline.collect_desired(sr, recipe, representative_nodes(selector), env=env)
@@ -113,6 +115,7 @@ def load_and_check(
     origin: str,
     srs: Sequence[srmodel.SpecialResource] = (),
     policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT,
+    declared: kinds.Declared = kinds.BUILTIN,
 ) -> tuple[recipe_.Recipe | None, Report]:
     """Validate a recipe's files, then render it for each of ``srs`` (or a default SR)."""
     found = problems_.Problems()
@@ -128,7 +131,7 @@ def load_and_check(
         )
         targets = targets[:MAX_RENDERS]
     for sr in targets:
-        report = check_recipe(recipe, sr=sr, policy=policy)
+        report = check_recipe(recipe, sr=sr, policy=policy, declared=declared)
         errors.extend(e for e in report.errors if str(e) not in {str(x) for x in errors})
         warnings.extend(w for w in report.warnings if w not in warnings)
     return recipe, Report(errors=tuple(errors), warnings=tuple(warnings))
@@ -136,18 +139,5 @@ def load_and_check(
 
 def read_specialresources(path: Path) -> tuple[list[srmodel.SpecialResource], list[RecipeError]]:
     """Every SpecialResource in a YAML file, and a problem per invalid one (with its line)."""
-    found: list[srmodel.SpecialResource] = []
-    problems: list[RecipeError] = []
-    try:
-        text = recipe_.read_text(path, shown=str(path))
-    except RecipeError as exc:
-        return found, [exc]
-    for doc in recipe_.split_documents(text, file=str(path)):
-        try:
-            body = yamlstrict.load(doc.text, file=str(path), line_offset=doc.location.line - 1)
-            if isinstance(body, dict) and body.get("kind") not in (None, srmodel.KIND):
-                continue  # other objects may share the file
-            found.append(srmodel.parse(body, location=doc.location))
-        except RecipeError as exc:
-            problems.append(exc)
-    return found, problems
+    found = offline_inputs.read(path)
+    return [d.sr for d in found.srs], list(found.problems)
