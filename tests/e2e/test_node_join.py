@@ -52,7 +52,10 @@ async def test_a_joining_gpu_node_walks_the_states_in_order_and_the_others_are_u
     by_node = srs.pods_by_node_and_state(made.cluster, name)
     new = by_node[joined[0]]
     assert _ready_since(new["state-driver"][0]) <= _created(new["state-driver-validation"][0])
-    assert _created(new["state-driver-validation"][0]) <= _created(new["state-device-plugin"][0])
+    assert _created(new["state-driver-validation"][0]) <= _created(new["state-container-toolkit"][0])
+    toolkit = new["state-container-toolkit"][0]
+    assert _ready_since(toolkit) <= _created(new["state-container-toolkit-validation"][0])
+    assert _created(new["state-container-toolkit-validation"][0]) <= _created(new["state-device-plugin"][0])
     assert _ready_since(new["state-device-plugin"][0]) <= _created(new["state-device-plugin-validation"][0])
     assert _created(new["state-device-plugin-validation"][0]) <= _created(new["state-monitoring"][0])
 

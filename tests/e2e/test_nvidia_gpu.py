@@ -1,10 +1,11 @@
 """nvidia-gpu end to end: the state order on every node, devices before validation, parallel states.
 
 Covers acceptance test 2 (60 nodes: 50 with the NVIDIA PCI label over 4 kernels and 2 OS
-releases, 10 without): Ready; on each GPU node the driver pod was Ready before the device
-plugin pod was created; the device-plugin validation pod was scheduled only after the
-node showed ``nvidia.com/gpu``; monitoring and feature discovery overlapped; the nodes
-without the label got nothing.
+releases, 10 without): Ready; on each GPU node the driver pod was Ready before the
+container toolkit's pod was created, the toolkit's pod was Ready before its validation pod
+was created, and that validation succeeded before the device plugin pod was created; the
+device-plugin validation pod was scheduled only after the node showed ``nvidia.com/gpu``;
+monitoring and feature discovery overlapped; the nodes without the label got nothing.
 """
 
 from __future__ import annotations
@@ -84,10 +85,19 @@ async def test_nvidia_gpu_walks_every_gpu_node_in_order_and_leaves_other_nodes_a
     for node in sorted(gpu_nodes):
         states = by_node[node]
         driver = states["state-driver"][0]
+        toolkit = states["state-container-toolkit"][0]
+        toolkit_check = states["state-container-toolkit-validation"][0]
         plugin = states["state-device-plugin"][0]
         driver_ready = _ready_since(driver)
         assert driver_ready is not None, node
-        assert driver_ready <= _time(plugin["metadata"]["creationTimestamp"]), node
+        assert driver_ready <= _time(toolkit["metadata"]["creationTimestamp"]), node
+        toolkit_ready = _ready_since(toolkit)
+        assert toolkit_ready is not None, node
+        assert toolkit_ready <= _time(toolkit_check["metadata"]["creationTimestamp"]), node
+        assert toolkit_check["status"]["phase"] == "Succeeded", node
+        assert _time(toolkit_check["metadata"]["creationTimestamp"]) <= _time(
+            plugin["metadata"]["creationTimestamp"]
+        ), node
         validation = states["state-device-plugin-validation"][0]
         # A per-node pod is bound by nodeName at creation: its creation is its scheduling.
         # The device plugin's pod being Ready is when the node's nvidia.com/gpu appeared.

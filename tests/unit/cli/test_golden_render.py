@@ -66,6 +66,7 @@ def test_the_rendered_output_parses_as_the_objects_it_announces(
     monkeypatch.chdir(REPO)
     docs = [d for d in yaml.safe_load_all(render("nvidia-gpu", capsys)) if d]
     kinds = [d["kind"] for d in docs]
-    assert kinds.count("DaemonSet") == 3 + 1 + 1 + 1  # a driver per kernel group, plugin, exporter, GFD
-    assert kinds.count("Pod") == 2 * 4  # two per-node validations on the four GPU nodes
+    # a driver per kernel group, toolkit, plugin, exporter, GFD
+    assert kinds.count("DaemonSet") == 3 + 1 + 1 + 1 + 1
+    assert kinds.count("Pod") == 3 * 4  # three per-node validations on the four GPU nodes
     assert all(d["metadata"]["labels"]["sro.dev/owner"] == "nvidia-gpu" for d in docs)
