@@ -1,7 +1,11 @@
 """The operator exactly as its Deployment runs it, with nothing but its service account's rights.
 
-Proves the RBAC in ``manifests/`` sufficient: ``sro run`` gets the Deployment's own args and
-environment (read from the kustomize output, the downward-API namespace filled in), a
+The install is the Helm chart's, as an administrator runs it (``helm upgrade --install sro
+charts/sro -n sro-system``, the default values but no replicas: simulated nodes run no
+containers); test_chart_render.py proves its objects those of the kustomize tree in
+``manifests/``, so this proves both installs' RBAC sufficient. ``sro run`` gets the installed
+Deployment's own args and
+environment (read from the release's manifest, the downward-API namespace filled in), a
 token from a TokenRequest for ``sro-system/sro`` with the cluster's CA laid out as in a
 pod (``/var/run/secrets/kubernetes.io/serviceaccount/``, in a private mount namespace so
 the machine is untouched), ``KUBERNETES_SERVICE_HOST``/``PORT`` and no kubeconfig. It then
@@ -11,9 +15,11 @@ status, Events) and tears it down again, and at no point gets a 403 from the API
 On the way it checks that every ``sro_*`` metric the alerts and the dashboard in
 ``manifests/monitoring`` query is one the operator exports.
 
-The only change to the Deployment's settings is the listen address (a free loopback port
-instead of 0.0.0.0:8080). The session's kubeconfig operator is stopped meanwhile, so no
-other process with more rights reconciles the same objects.
+The only change to the Deployment's settings is the listen addresses (free loopback ports
+instead of 0.0.0.0:8080 for metrics and 0.0.0.0:8081 for probes). The session's kubeconfig
+operator is stopped meanwhile, so no other process with more rights reconciles the same
+objects. The release stays installed afterwards, like the kustomize install other tests
+apply (both name the same objects).
 """
 
 from __future__ import annotations
@@ -36,8 +42,8 @@ import specialresources as srs
 import yaml
 from conftest import Made, unique
 from operator_process import _LABEL, _SAMPLE, SRO, Operator, free_port
+from support import chart, waiting
 from support import cluster as cluster_mod
-from support import waiting
 
 pytestmark = pytest.mark.e2e
 
@@ -46,18 +52,20 @@ NAMESPACE = "sro-system"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-def _rendered(cluster: cluster_mod.Cluster) -> list[dict[str, Any]]:
-    text = cluster.kubectl("kustomize", str(REPO / "manifests")).stdout
-    return [d for d in yaml.safe_load_all(text) if d]
+def _install_chart_without_workload(cluster: cluster_mod.Cluster) -> dict[str, Any]:
+    """Installs (or upgrades) the chart with no replicas; returns the installed Deployment.
 
-
-def _install_without_workload(cluster: cluster_mod.Cluster) -> dict[str, Any]:
-    """Applies the install except the Deployment (and its budget); returns the Deployment."""
-    docs = _rendered(cluster)
-    deployment = next(d for d in docs if d["kind"] == "Deployment")
-    rest = [d for d in docs if d["kind"] not in ("Deployment", "PodDisruptionBudget")]
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=yaml.safe_dump_all(rest))
+    ``--take-ownership``: objects of the same names may be there from the kustomize install.
+    """
+    helm = ["--kubeconfig", str(cluster.kubeconfig), "--namespace", NAMESPACE]
+    chart.run(
+        "helm", "upgrade", "--install", chart.RELEASE, str(chart.CHART), *helm,
+        "--create-namespace", "--take-ownership", "--set", "replicaCount=0",
+        timeout=300,
+    )  # fmt: skip
     cluster.kubectl("wait", "--for=condition=Established", "crd/specialresources.sro.dev", "--timeout=60s")
+    manifest = chart.docs(chart.run("helm", "get", "manifest", chart.RELEASE, *helm))
+    (deployment,) = [d for d in manifest if d["kind"] == "Deployment"]
     return deployment
 
 
@@ -88,13 +96,16 @@ class InClusterOperator:
     def __init__(self, *, cluster: cluster_mod.Cluster, deployment: dict[str, Any], workdir: Path) -> None:
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "sro"
-        self.port = free_port()
-        address = f"127.0.0.1:{self.port}"
-        self.args = [
-            a.replace("0.0.0.0:8080", address) if a.startswith(("--health-addr", "--metrics-addr")) else a
-            for a in container["args"]
-        ]
-        assert any(a == f"--health-addr={address}" for a in self.args), self.args
+        ports: dict[str, int] = {}
+        self.args = []
+        for arg in container["args"]:
+            flag, _, value = arg.partition("=")
+            listens = flag.endswith(("-bind-address", "-addr"))
+            self.args.append(f"{flag}=127.0.0.1:{ports.setdefault(value, free_port())}" if listens else arg)
+        flags = dict(a.partition("=")[::2] for a in self.args)
+        self.port = int(flags["--metrics-bind-address"].rpartition(":")[2])
+        self.health_port = int(flags["--health-probe-bind-address"].rpartition(":")[2])
+        assert self.port != self.health_port, self.args
         server = urlparse(cluster.server())
         self.sa_source = workdir / "serviceaccount"
         self.sa_source.mkdir()
@@ -137,7 +148,7 @@ class InClusterOperator:
 
     def _ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as resp:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as resp:
                 return bool(resp.status == 200)
         except (urllib.error.URLError, OSError):
             return False
@@ -195,7 +206,7 @@ def incluster(
     cluster: cluster_mod.Cluster, operator: Operator, tmp_path: Path
 ) -> Iterator[InClusterOperator]:
     """The in-cluster operator, with the session's kubeconfig operator stopped meanwhile."""
-    deployment = _install_without_workload(cluster)
+    deployment = _install_chart_without_workload(cluster)
     handle = InClusterOperator(cluster=cluster, deployment=deployment, workdir=tmp_path)
     operator.stop()
     try:
