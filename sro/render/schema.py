@@ -9,13 +9,17 @@ render and the operator check the merged values against it before rendering, thr
 The schema comes from the recipe's author and the values from the SpecialResource's,
 who may be someone else, so evaluation is bounded like a render:
 
-- the file is at most ``recipe.MAX_FILE_BYTES`` and nested at most ``MAX_DEPTH`` levels;
+- the file is at most ``recipe.MAX_FILE_BYTES``, with at most ``MAX_NODES`` values nested
+  at most ``MAX_DEPTH`` levels;
 - patterns (``pattern``, ``patternProperties``) are RE2, matched in linear time
   (``sro.model.logpattern``): Python's ``re`` backtracks for ever on ``(a+)+$``;
 - references stay inside the file (nothing is fetched), and the keywords whose cost
   grows with every subschema evaluated beside them (``unevaluatedProperties``,
   ``unevaluatedItems``, dynamic references) are refused;
 - ``uniqueItems`` compares canonical forms in a set, not every pair;
+- ``$schema`` is read only at the top level (a subschema naming one would make jsonschema
+  evaluate it with its own, unbounded validator), and the schema is evaluated as draft
+  2020-12;
 - every keyword evaluated checks a ``budget.Budget`` of ``SECONDS``, so a schema that
   recurses through ``$ref`` without descending stops there, and at most ``MAX_REPORTED``
   violations are collected.
@@ -41,6 +45,10 @@ from sro.render import budget
 SCHEMA_FILE = "values.schema.json"
 MAX_DEPTH = 64
 """Deepest nesting of the schema document; real schemas are a few levels deep."""
+MAX_NODES = 5000
+"""Most JSON values (objects, arrays, scalars) in the schema document; the built-in
+recipes' schemas have a few hundred. Checking a schema against the JSON Schema
+meta-schema (once per recipe version, off the event loop) costs about 0.1 ms per value."""
 SECONDS = 1.0
 """Time one check of the values may take; a real schema takes milliseconds."""
 MAX_REPORTED = 10
@@ -114,18 +122,23 @@ def load(text: str, *, file: str) -> ValuesSchema:
     where = errors.Location(file=file)
     if not isinstance(document, dict):
         raise errors.RecipeInvalid("must be a JSON object (a JSON Schema)", location=where)
-    if _depth(document) > MAX_DEPTH:
+    depth, nodes = _measure(document)
+    if depth > MAX_DEPTH:
         raise errors.RecipeInvalid(f"nested deeper than {MAX_DEPTH} levels", location=where)
-    try:
-        _VALIDATOR.check_schema(document)
-    except jsonschema.exceptions.SchemaError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "the top level"
-        why = f"not a valid JSON Schema at {at}: {_short(exc.message)}"
-        raise errors.RecipeInvalid(why, location=where) from None
+    if nodes > MAX_NODES:
+        raise errors.RecipeInvalid(f"more than {MAX_NODES} JSON values", location=where)
+    invalid = next(iter(_META.iter_errors(document)), None)
+    if invalid is not None:
+        at = "/".join(str(p) for p in invalid.absolute_path) or "the top level"
+        why = f"not a valid JSON Schema at {at}: {_short(invalid.message)}"
+        raise errors.RecipeInvalid(why, location=where)
     problem = _refused(document, at=())
     if problem:
         raise errors.RecipeInvalid(problem, location=where)
-    return ValuesSchema(file=file, document=document, _validator=_VALIDATOR(document))
+    # Evaluated as draft 2020-12 by the bounded validator whatever $schema says: jsonschema
+    # would switch to its own validator class (Python's re, no budget) for a schema naming one.
+    root = {k: v for k, v in document.items() if k != "$schema"}
+    return ValuesSchema(file=file, document=document, _validator=_VALIDATOR(root))
 
 
 class _Duplicate(ValueError):
@@ -141,17 +154,18 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value, without recursion."""
-    deepest, stack = 0, [(value, 1)]
+def _measure(value: Any) -> tuple[int, int]:
+    """Nesting depth and number of values of a JSON document, without recursion; stops
+    counting past either bound."""
+    deepest, count, stack = 0, 0, [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth > MAX_DEPTH:
+        deepest, count = max(deepest, depth), count + 1
+        if depth > MAX_DEPTH or count > MAX_NODES:
             break
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
         stack.extend((child, depth + 1) for child in children)
-    return deepest
+    return deepest, count
 
 
 def _refused(schema: Any, *, at: tuple[str, ...]) -> str | None:
@@ -159,6 +173,8 @@ def _refused(schema: Any, *, at: tuple[str, ...]) -> str | None:
     if not isinstance(schema, dict):
         return None
     where = "/".join(at) or "the top level"
+    if at and "$schema" in schema:
+        return f"$schema is allowed only at the top level (at {where})"
     for keyword, why in _REFUSED.items():
         if keyword in schema:
             return f"{why} (at {where})"
@@ -294,3 +310,6 @@ _VALIDATOR: Any = jsonschema.validators.extend(
         }.items()
     },
 )
+_META: Any = _BASE(_BASE.META_SCHEMA, format_checker=_BASE.FORMAT_CHECKER)
+"""The meta-schema's validator: its own parts name their ``$schema``, so jsonschema
+evaluates them with its plain validator whatever this one is; ``MAX_NODES`` bounds it."""

@@ -21,6 +21,8 @@ from sro.render import schema
 
 pytestmark = pytest.mark.unit
 
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
 STRICT = {
     "type": "object",
     "additionalProperties": False,
@@ -78,6 +80,14 @@ def test_one_and_one_point_zero_repeat_but_true_and_one_do_not() -> None:
         ('{"properties": {"a": {"pattern": "(?=x)"}}}', "lookahead"),
         ('{"$ref": "https://example.com/s.json"}', "points outside the file"),
         ('{"unevaluatedProperties": false}', "unevaluatedProperties is not supported"),
+        (
+            '{"properties": {"a": {"$schema": "https://json-schema.org/draft/2020-12/schema"}}}',
+            "only at the top",
+        ),
+        (
+            '{"properties": {' + ",".join(f'"k{i}": {{}}' for i in range(6000)) + "}}",
+            "more than 5000 JSON values",
+        ),
         ('{"a": ' + "[" * 100 + "]" * 100 + "}", "nested deeper than 64 levels"),
         ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
     ],
@@ -99,6 +109,17 @@ def test_a_backtracking_pattern_on_a_long_value_is_matched_in_linear_time() -> N
     started = time.monotonic()
     found = _load({"items": {"pattern": "^(a+)+$"}}).violations(["a" * 200_000 + "b"])
     assert [v.dotted for v in found] == ["[0]"]
+    assert time.monotonic() - started < 1
+
+
+def test_a_schema_naming_its_dialect_is_still_matched_in_linear_time_through_a_reference() -> None:
+    dialect = "https://json-schema.org/draft/2020-12/schema"
+    document = {
+        "$schema": dialect,
+        "anyOf": [{"type": "integer"}, {"items": {"$ref": "#"}, "pattern": "^(a+)+$"}],
+    }
+    started = time.monotonic()
+    assert _load(document).violations(["a" * 100_000 + "b"])
     assert time.monotonic() - started < 1
 
 
