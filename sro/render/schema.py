@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
@@ -59,12 +60,6 @@ _REFUSED = {
     "$dynamicRef": "$dynamicRef is not supported",
     "$recursiveRef": "$recursiveRef is not supported",
 }
-_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-_SUBSCHEMAS = (
-    "additionalProperties", "propertyNames", "items", "additionalItems", "contains",
-    "not", "if", "then", "else",
-)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,7 +127,7 @@ def load(text: str, *, file: str) -> ValuesSchema:
         at = "/".join(str(p) for p in invalid.absolute_path) or "the top level"
         why = f"not a valid JSON Schema at {at}: {_short(invalid.message)}"
         raise errors.RecipeInvalid(why, location=where)
-    problem = _refused(document, at=())
+    problem = _refused(document)
     if problem:
         raise errors.RecipeInvalid(problem, location=where)
     # Evaluated as draft 2020-12 by the bounded validator whatever $schema says: jsonschema
@@ -168,36 +163,74 @@ def _measure(value: Any) -> tuple[int, int]:
     return deepest, count
 
 
-def _refused(schema: Any, *, at: tuple[str, ...]) -> str | None:
-    """Why the (already meta-validated) schema cannot be evaluated in bounded time, or None."""
-    if not isinstance(schema, dict):
-        return None
+def _refused(document: dict[str, Any]) -> str | None:
+    """Why the (already meta-validated) schema cannot be evaluated in bounded time, or None.
+
+    Every object of the document is looked at, not only those in schema positions: a
+    ``$ref`` may point anywhere in the file (``#/x-stash``), and what it points at is
+    evaluated as a schema."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), document)]
+    while stack:
+        at, node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(((*at, str(i)), v) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        if problem := _refused_here(node, at=at, document=document):
+            return problem
+        stack.extend(((*at, str(k)), v) for k, v in node.items())
+    return None
+
+
+def _refused_here(node: dict[str, Any], *, at: tuple[str, ...], document: dict[str, Any]) -> str | None:
     where = "/".join(at) or "the top level"
-    if at and "$schema" in schema:
+    if at and "$schema" in node:
         return f"$schema is allowed only at the top level (at {where})"
     for keyword, why in _REFUSED.items():
-        if keyword in schema:
+        if keyword in node:
             return f"{why} (at {where})"
-    ref = schema.get("$ref")
+    ref = node.get("$ref")
     if isinstance(ref, str) and not ref.startswith("#"):
         return f"$ref {ref!r} points outside the file; only references within it (#/...) are followed"
-    patterns = [schema["pattern"]] if isinstance(schema.get("pattern"), str) else []
-    patterns += list(schema.get("patternProperties") or ())
+    if isinstance(ref, str) and not _resolves(document, ref):
+        return f"$ref {ref!r} at {where} points at nothing in the file"
+    patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+    patterns += list(node["patternProperties"]) if isinstance(node.get("patternProperties"), dict) else []
     for pattern in patterns:
         if bad := logpattern.problem(pattern):
             return f"pattern {pattern!r} at {where} {bad}"
-    children: list[tuple[str, Any]] = []
-    for keyword in _SUBSCHEMA_MAPS:
-        if isinstance(schema.get(keyword), dict):
-            children += [(f"{keyword}/{k}", v) for k, v in schema[keyword].items()]
-    for keyword in _SUBSCHEMA_LISTS:
-        if isinstance(schema.get(keyword), list):
-            children += [(f"{keyword}/{i}", v) for i, v in enumerate(schema[keyword])]
-    children += [(k, schema[k]) for k in _SUBSCHEMAS if isinstance(schema.get(k), dict)]
-    for name, child in children:
-        if problem := _refused(child, at=(*at, name)):
-            return problem
     return None
+
+
+def _resolves(document: dict[str, Any], ref: str) -> bool:
+    """Whether ``#/json/pointer`` or ``#anchor`` names something in ``document``."""
+    fragment = urllib.parse.unquote(ref[1:])
+    if fragment and not fragment.startswith("/"):
+        return _has_anchor(document, fragment)
+    target: Any = document
+    for escaped in fragment.split("/")[1:]:
+        part = escaped.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return False
+    return isinstance(target, dict | bool)
+
+
+def _has_anchor(document: Any, name: str) -> bool:
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("$anchor") == name:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _short(text: str, limit: int = 200) -> str:
