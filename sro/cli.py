@@ -41,7 +41,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):  # a file name that is not UTF-8 prints escaped
             stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
-    handler = {"version": _version, "lint": _lint, "render": _render, "run": _run}[args.command]
+    handler = {
+        "version": _version,
+        "lint": _lint,
+        "render": _render,
+        "run": _run,
+        "preflight": _preflight,
+    }[args.command]
     try:
         return handler(args)
     except errors.UsageError as exc:
@@ -210,6 +216,12 @@ async def _read_cluster(
         listed = await api.request("GET", "/api/v1/nodes", resource="nodes")
     nodes = sorted((views.NodeView.from_body(b) for b in listed.get("items") or ()), key=lambda n: n.name)
     return nodes, facts
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    from sro import cli_preflight  # noqa: PLC0415 - the registry client loads only when asked for
+
+    return cli_preflight.run(args, api=api_settings(args))
 
 
 # --- run --------------------------------------------------------------------------------------

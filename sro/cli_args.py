@@ -241,6 +241,87 @@ def build_parser() -> argparse.ArgumentParser:
     _proxy_flags(render)
     _policy_flag(render)
 
+    preflight = commands.add_parser(
+        "preflight",
+        help="check that every image a kernel will need exists in its registry (exit 1 if any does not)",
+    )
+    preflight.add_argument(
+        "names",
+        nargs="*",
+        metavar="SR",
+        help="only these SpecialResources (default: every one given or live)",
+    )
+    preflight.add_argument(
+        "--kernel",
+        required=True,
+        metavar="VERSION",
+        help="the full kernel version, e.g. 5.14.0-503.11.1.el9_5.x86_64",
+    )
+    preflight.add_argument(
+        "--os",
+        action="append",
+        default=[],
+        metavar="ID:VERSION_ID",
+        help="an OS release for the kernel, e.g. rhel:9.4 (repeatable; needed offline; "
+        "with --live the default is the OS of each node the SpecialResource selects)",
+    )
+    preflight.add_argument("--arch", default="amd64", help="the nodes' architecture, as Kubernetes names it")
+    preflight.add_argument(
+        "--recipe",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="a recipe directory (repeatable); a SpecialResource naming another recipe gets the built-in one",
+    )
+    preflight.add_argument(
+        "--sr",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a file of SpecialResources (repeatable; without one, each --recipe with its defaults)",
+    )
+    preflight.add_argument(
+        "--live",
+        action="store_true",
+        help="the SpecialResources, drop-in recipes, nodes and pull secrets of the cluster in KUBECONFIG",
+    )
+    preflight.add_argument(
+        "--pull-secret",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a dockerconfigjson Secret or a Docker config.json to pull with (repeatable)",
+    )
+    preflight.add_argument(
+        "--insecure-registry",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a registry spoken to over plain HTTP (repeatable; loopback registries always are)",
+    )
+    preflight.add_argument(
+        "--timeout", default=15, type=_positive, metavar="SECONDS", help="seconds per registry request"
+    )
+    preflight.add_argument(
+        "-o", "--output", default="table", type=_one_of("table", "json"), help="table or json"
+    )
+    preflight.add_argument(
+        "--cluster-version", default="1.36", help="Kubernetes version for templates (offline)"
+    )
+    _flag(
+        preflight,
+        "--namespace",
+        "SRO_NAMESPACE",
+        "sro-system",
+        "the operator's namespace (templates; with --live, its ConfigMap recipes)",
+    )
+    _kube_flags(preflight)  # for --live
+    _proxy_flags(preflight)
+    _policy_flag(preflight)
+
     run = commands.add_parser(
         "run", help="run the operator (KUBECONFIG locally, the service account in a pod)"
     )
