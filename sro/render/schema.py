@@ -38,6 +38,7 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
+import referencing.exceptions
 
 from sro import errors
 from sro.model import logpattern
@@ -95,6 +96,8 @@ class ValuesSchema:
             found = [Violation(path=(), message=f"checking the values took longer than {SECONDS:g}s")]
         except RecursionError:
             found = [Violation(path=(), message="the schema refers to itself without end")]
+        except referencing.exceptions.Unresolvable as exc:  # load() checks every $ref; never quiet
+            found = [Violation(path=(), message=f"the schema's reference {exc} cannot be followed")]
         finally:
             budget.deactivate(token)
         return sorted(found, key=lambda v: [str(p) for p in v.path])
@@ -185,8 +188,9 @@ def _refused(document: dict[str, Any]) -> str | None:
 
 def _refused_here(node: dict[str, Any], *, at: tuple[str, ...], document: dict[str, Any]) -> str | None:
     where = "/".join(at) or "the top level"
-    if at and "$schema" in node:
-        return f"$schema is allowed only at the top level (at {where})"
+    for keyword in ("$schema", "$id"):
+        if at and keyword in node:  # another dialect, or another base for references
+            return f"{keyword} is allowed only at the top level (at {where})"
     for keyword, why in _REFUSED.items():
         if keyword in node:
             return f"{why} (at {where})"

@@ -90,6 +90,10 @@ def test_one_and_one_point_zero_repeat_but_true_and_one_do_not() -> None:
         ),
         ('{"a": ' + "[" * 100 + "]" * 100 + "}", "nested deeper than 64 levels"),
         ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+        ('{"x-stash": {"$schema": "' + DIALECT + '"}, "$ref": "#/x-stash"}', "only at the top"),
+        ('{"x-stash": {"pattern": "(?!a)"}, "$ref": "#/x-stash"}', "negative lookahead"),
+        ('{"$ref": "#/$defs/nowhere"}', "points at nothing in the file"),
+        ('{"properties": {"a": {"$id": "https://example.com/a"}}}', "$id is allowed only at the top"),
     ],
 )
 def test_a_schema_that_cannot_be_used_is_recipe_invalid_naming_the_file(text: str, why: str) -> None:
