@@ -67,10 +67,7 @@ def test_a_specialresource_is_rendered_with_the_recipe_it_names(
     )
     code, out, _ = run(capsys, "lint", str(path), "assets/nvidia-gpu")
     assert code == 1
-    assert (
-        "assets/nvidia-gpu/state-driver/daemonset.yaml:26: "
-        "undefined value: 'dict object' has no attribute 'driver'" in out
-    )
+    assert out == f"{path}:6: SpecialResource gpu: spec.set: 'driver' is a required property\n"
 
 
 def test_a_duplicate_key_in_a_specialresource_file_is_an_error(
