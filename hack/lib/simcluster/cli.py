@@ -86,15 +86,20 @@ cluster running in {run.root}
 def cmd_up(args: argparse.Namespace) -> int:
     run = _run_dir()
     with _exclusive(run):
-        return _up(run, _specs(args))
+        return _up(run, _specs(args), pod_security=args.pod_security or "")
 
 
-def _up(run: layout.RunDir, specs: list[inventory.NodeSpec]) -> int:
+def _up(run: layout.RunDir, specs: list[inventory.NodeSpec], *, pod_security: str = "") -> int:
     start = time.monotonic()
     if controlplane.running(run):
         state = controlplane.State.load(run)
         assert state is not None
         say(f"cluster already running in {run.root}")
+        if pod_security and state.pod_security != pod_security:
+            raise controlplane.ClusterError(
+                f"it runs with --pod-security {state.pod_security or '(none)'}, not {pod_security}: "
+                "hack/cluster down first"
+            )
     else:
         if run.root.exists():
             say(f"removing the remains of an earlier cluster in {run.root}")
@@ -104,7 +109,7 @@ def _up(run: layout.RunDir, specs: list[inventory.NodeSpec]) -> int:
         if build.returncode != 0:
             return build.returncode
         say(f"starting a control plane in {run.root}")
-        state = controlplane.prepare(run)
+        state = controlplane.prepare(run, pod_security=pod_security)
         try:
             controlplane.start_component(run, state, "etcd")
             controlplane.wait_healthy(run, state, ["etcd"])
@@ -318,6 +323,13 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--inventory", help="an inventory file (format: hack/inventory/example.yaml)")
     up.add_argument("--prefix", default="node", help="name prefix of generated nodes")
     up.add_argument("--pool", help="pool label of generated nodes (default: per OS and vendor)")
+    up.add_argument(
+        "--pod-security",
+        choices=controlplane.POD_SECURITY_LEVELS,
+        help="configure kube-apiserver's PodSecurity admission to enforce (and audit and warn) this "
+        "level in every namespace without its own pod-security.kubernetes.io labels, as a hardened "
+        "cluster does (default: none, every namespace privileged)",
+    )
     up.set_defaults(func=cmd_up)
 
     sub.add_parser("env", help="print export KUBECONFIG=... for the running cluster").set_defaults(

@@ -38,11 +38,17 @@ class ClusterError(RuntimeError):
     """Something about the cluster's processes that the user has to look at."""
 
 
+POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
+
+
 @dataclasses.dataclass(frozen=True)
 class State:
-    """What ``up`` decided and later commands need: the ports."""
+    """What ``up`` decided and later commands need: the ports, and the Pod Security level
+    kube-apiserver enforces by default ("" for none: every namespace is privileged), kept
+    so a restarted kube-apiserver enforces the same."""
 
     ports: dict[str, int]
+    pod_security: str = ""
 
     @property
     def server(self) -> str:
@@ -123,6 +129,7 @@ def commands(run: layout.RunDir, state: State) -> dict[str, list[str]]:
             "--kubelet-preferred-address-types=InternalIP",
             "--profiling=false",
             *audit.apiserver_flags(policy=run.audit_policy, log=run.audit_log),
+            *([f"--admission-control-config-file={run.admission_config}"] if state.pod_security else []),
         ],
         "controller-manager": [
             str(layout.binary("kube-controller-manager")),
@@ -336,12 +343,42 @@ def remove(run: layout.RunDir) -> None:
     shutil.rmtree(run.root, ignore_errors=True)
 
 
-def prepare(run: layout.RunDir) -> State:
-    """A fresh run directory: ports, PKI, kubeconfigs, kwok config, kubectl link."""
+def admission_config(level: str) -> dict[str, Any]:
+    """kube-apiserver's AdmissionConfiguration: the PodSecurity plugin enforcing, auditing
+    and warning at ``level`` in every namespace that does not say otherwise by its labels
+    (as a hardened cluster does); only kube-system is exempt."""
+    defaults: dict[str, str] = {}
+    for mode in ("enforce", "audit", "warn"):
+        defaults[mode] = level
+        defaults[f"{mode}-version"] = "latest"
+    return {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [
+            {
+                "name": "PodSecurity",
+                "configuration": {
+                    "apiVersion": "pod-security.admission.config.k8s.io/v1",
+                    "kind": "PodSecurityConfiguration",
+                    "defaults": defaults,
+                    "exemptions": {"usernames": [], "runtimeClasses": [], "namespaces": ["kube-system"]},
+                },
+            }
+        ],
+    }
+
+
+def prepare(run: layout.RunDir, *, pod_security: str = "") -> State:
+    """A fresh run directory: ports, PKI, kubeconfigs, kwok config, kubectl link, and the
+    admission configuration when ``pod_security`` names a default level."""
     run.root.mkdir(parents=True, exist_ok=True)
     for d in (run.logs, run.pids, run.pod_logs, run.bin):
         d.mkdir(parents=True, exist_ok=True)
-    state = State(ports=free_ports(PORTS))
+    if pod_security and pod_security not in POD_SECURITY_LEVELS:
+        raise ClusterError(f"pod security level {pod_security!r}: one of {', '.join(POD_SECURITY_LEVELS)}")
+    state = State(ports=free_ports(PORTS), pod_security=pod_security)
+    if pod_security:
+        run.admission_config.write_text(yaml.safe_dump(admission_config(pod_security), sort_keys=False))
     state.save(run)
     keys = pki.Pki(run.pki)
     from simcluster import certs  # noqa: PLC0415 - cryptography is slow to import; only up needs it

@@ -85,6 +85,11 @@ class RunDir:
         return self.root / "audit-policy.yaml"
 
     @property
+    def admission_config(self) -> Path:
+        """kube-apiserver's AdmissionConfiguration (``up --pod-security``)."""
+        return self.root / "admission.yaml"
+
+    @property
     def etcd_data(self) -> Path:
         return self.root / "etcd"
 
