@@ -40,6 +40,7 @@ from sro.hooks import offline, ownership, pipeline
 from sro.kube import discovery, http
 from sro.model import desired, views
 from sro.model import specialresource as srmodel
+from sro.observe import logs
 from sro.render import policy_file, sources, values
 from sro.render import recipe as recipe_
 from sro.report import status
@@ -217,28 +218,51 @@ async def _exists(reader: ssa.Writer, ref: desired.ObjectRef) -> bool:
     return True
 
 
+def projected(live: Any, want: Any) -> Any:
+    """``live`` cut to the fields ``want`` has (lists of equal length item by item): the
+    live object as the desired one is written, so a diff of the two shows only what sro
+    sets, not the server's defaults."""
+    if isinstance(want, Mapping) and isinstance(live, Mapping):
+        return {k: projected(live[k], v) for k, v in want.items() if k in live}
+    if isinstance(want, list) and isinstance(live, list) and len(want) == len(live):
+        return [projected(lv, wv) for lv, wv in zip(live, want, strict=True)]
+    return live
+
+
 async def _change(
     reader: ssa.Writer, obj: desired.DesiredObject, sr: srmodel.SpecialResource
 ) -> list[Change]:
-    body = writes.owned_body(obj.body, sr) if sr.uid else dict(obj.body)
+    body = apply_diff.stamped(writes.owned_body(obj.body, sr) if sr.uid else dict(obj.body))
     try:
         live: dict[str, Any] | None = await reader.get(obj.ref)
     except errors.NotFound:
         live = None
     if live is None:
-        return [Change(ref=obj.ref, before="", after=comparable(apply_diff.stamped(body)))]
+        return [Change(ref=obj.ref, before="", after=comparable(body))]
     if not apply_diff.needs_apply(body, live):
         return []
-    if not sr.uid:  # the SpecialResource is not in the cluster: nothing to dry-run against
-        return [Change(ref=obj.ref, before=comparable(live), after=comparable(apply_diff.stamped(body)))]
-    after = await reader.apply(body, dry_run=True)
-    before_text, after_text = comparable(live), comparable(after)
+    try:
+        if not sr.uid:  # not in the cluster: its objects' owner references cannot be checked
+            raise errors.SroError("no dry run without the SpecialResource's uid")
+        after = await reader.apply(body, dry_run=True)
+        before_text, after_text = comparable(live), comparable(after)
+    except errors.SroError as exc:
+        # Refused (a Pod changes only by being replaced; an invalid object; no uid): the
+        # fields sro writes, live and desired.
+        if not isinstance(exc, errors.NotFound) and sr.uid:
+            why = " ".join(str(exc).split())[:300]
+            print(
+                f"sro diff: {obj.ref}: the API server refuses this change, so would run: {why}",
+                file=sys.stderr,
+            )
+        before_text, after_text = comparable(projected(live, body)), comparable(body)
     return [] if before_text == after_text else [Change(ref=obj.ref, before=before_text, after=after_text)]
 
 
 def main(args: argparse.Namespace, *, api: settings_.ApiSettings, out: TextIO) -> int:
     """Print the unified diff of every change; 0 none, 1 some, 2 could not tell."""
     proxy = values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy)
+    logs.configure(format="console", level="warning")  # the diff is the output, not the requests
     try:
         found = asyncio.run(
             changes(

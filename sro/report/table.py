@@ -175,11 +175,7 @@ def _summary(name: str, sr: Mapping[str, Any], status: Mapping[str, Any], rows: 
     selected, complete = int(nodes.get("selected", 0) or 0), int(nodes.get("complete", 0) or 0)
     failing = sum(1 for r in rows if FAILED in r.states)
     kernels = len(status.get("kernels") or ())
-    parts = [
-        f"{complete}/{selected} nodes complete",
-        _plural(failing, "node") + " failing",
-        _plural(kernels, "kernel group"),
-    ]
+    parts = [f"{complete}/{selected} complete", f"{failing} failing", _plural(kernels, "kernel group")]
     upgrading = sum(1 for r in rows if r.upgrade)
     if upgrading:
         parts.append(f"{upgrading} upgrading")

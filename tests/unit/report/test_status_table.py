@@ -115,7 +115,7 @@ def test_the_text_is_aligned_and_ends_with_the_summary() -> None:
     assert lines[0].index("KERNEL") == lines[1].index("5.14") == lines[2].index("5.14")
     assert lines[-1] == (
         "gpu: Degraded: StateFailed on 1 node (b: Error (exit code 1)) "
-        "(1/3 nodes complete, 0 nodes failing, 1 kernel group)"
+        "(1/3 complete, 0 failing, 1 kernel group)"
     )
 
 
