@@ -103,10 +103,15 @@ def pull_scope(repository: str) -> str:
 
 def token_url(challenge: Challenge, *, repository: str) -> str:
     """The token endpoint's URL for pulling ``repository``: the realm with ``service`` and a
-    pull ``scope`` (the registry's own scope when it named one, as it knows best)."""
+    pull ``scope`` (the registry's own scope when it named one for ``repository``, as it
+    knows best)."""
     query = {}
     if challenge.params.get("service"):
         query["service"] = challenge.params["service"]
-    query["scope"] = challenge.params.get("scope") or pull_scope(repository)
+    offered = challenge.params.get("scope", "")
+    # The registry's scope when it is about this repository; a challenge remembered from
+    # another repository's 401 names that one.
+    about = any(part.split(":")[1:2] == [repository] for part in offered.split())
+    query["scope"] = offered if about else pull_scope(repository)
     joiner = "&" if urlsplit(challenge.realm).query else "?"
     return f"{challenge.realm}{joiner}{urlencode(query)}"

@@ -7,7 +7,8 @@ reads (bounded) responses. The order of requests is the one a runtime's pull mak
 
 1. ``HEAD /v2/<repository>/manifests/<tag or digest>`` accepting the OCI index and
    manifest and Docker's manifest list and v2 manifest, with a token already held for
-   that repository, or Basic credentials for a registry that asked for them before;
+   that repository (or fetched first when the registry asked for tokens before), or
+   Basic credentials for a registry that asked for them before (``tokens.Book``);
 2. on ``401``: for ``Bearer``, a token from the realm (with the credential as Basic
    auth, or anonymously), then the ``HEAD`` again; for ``Basic``, the ``HEAD`` again
    with the credential;
@@ -25,18 +26,17 @@ are few. Concurrent questions about one image share one request, and at most
 from __future__ import annotations
 
 import asyncio
-import base64
+import dataclasses
 import hashlib
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import aiohttp
 
-from sro.images import answers, challenge, credentials, proxies, reference
+from sro.images import answers, challenge, credentials, proxies, reference, tokens
 from sro.images import cache as cache_
 from sro.kube.http import USER_AGENT
 from sro.render import values
@@ -49,7 +49,6 @@ MANIFEST_TYPES = (
 )
 ACCEPT = ", ".join(MANIFEST_TYPES)
 LOOKUP_CACHE = ("hit", "miss", "joined")
-_TOKENS_KEPT = 256
 
 
 class RegistryMetrics(Protocol):
@@ -128,8 +127,8 @@ class Resolver:
         self._session: aiohttp.ClientSession | None = None
         self._limit = asyncio.Semaphore(self.settings.concurrency)
         self._inflight: dict[cache_.Key, asyncio.Future[answers.Answer]] = {}
-        self._tokens: OrderedDict[tuple[str, str, str], tuple[float, str]] = OrderedDict()
-        self._basic_hosts: set[str] = set()
+        self._book = tokens.Book(clock=clock)
+        self._token_tasks: dict[tokens.Key, asyncio.Future[str]] = {}
 
     async def __aenter__(self) -> Resolver:
         return self
@@ -138,7 +137,7 @@ class Resolver:
         await self.close()
 
     async def close(self) -> None:
-        for task in list(self._inflight.values()):
+        for task in [*self._inflight.values(), *self._token_tasks.values()]:
             task.cancel()
         if self._session is not None:
             await self._session.close()
@@ -199,8 +198,8 @@ class Resolver:
         async with self._limit:
             try:
                 answer = await self._ask(image, ref, credential)
-            except _Failed as failed:
-                answer = failed.answer
+            except _Failed as failed:  # maybe raised for another image sharing a token request
+                answer = dataclasses.replace(failed.answer, image=image)
             except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
                 answer = answers.unreachable(image=image, detail=f"{ref.api_host}: {_describe(exc)}")
         self.cache.put(key, answer)
@@ -228,22 +227,24 @@ class Resolver:
         self._metrics.registry_request(kind=kind, code=str(resp.status))
         return resp
 
-    def _auth_header(
-        self, ref: reference.Reference, credential: credentials.Credential | None
+    async def _authorization(
+        self, image: str, ref: reference.Reference, credential: credentials.Credential | None
     ) -> dict[str, str]:
-        fingerprint = credential.fingerprint if credential else ""
-        held = self._tokens.get((ref.api_host, challenge.pull_scope(ref.repository), fingerprint))
-        if held is not None and held[0] > self._clock():
-            return {"Authorization": f"Bearer {held[1]}"}
-        if credential is not None and ref.api_host in self._basic_hosts:
-            return {"Authorization": _basic(credential)}
+        """What to send with the first ``HEAD``: a token held, one fetched because the registry
+        asked for tokens before, Basic credentials for a registry that asked for them."""
+        held = self._book.header(ref, credential)
+        if held:
+            return {"Authorization": held}
+        known = self._book.bearer(ref.api_host)
+        if known is not None:
+            return {"Authorization": f"Bearer {await self._token(image, ref, credential, known)}"}
         return {}
 
     async def _ask(
         self, image: str, ref: reference.Reference, credential: credentials.Credential | None
     ) -> answers.Answer:
         url = self._url(ref)
-        headers = {"Accept": ACCEPT, **self._auth_header(ref, credential)}
+        headers = {"Accept": ACCEPT, **await self._authorization(image, ref, credential)}
         async with await self._send("HEAD", url, kind="manifest", headers=headers) as resp:
             status, digest = resp.status, resp.headers.get("Docker-Content-Digest", "")
             offered = resp.headers.getall("WWW-Authenticate", [])
@@ -295,11 +296,9 @@ class Resolver:
             asked = challenge.pick(offered)
         except challenge.InvalidChallenge as exc:
             raise _Failed(answers.unreachable(image=image, detail=f"{ref.api_host}: {exc}")) from None
+        self._book.learned(ref.api_host, asked)
         if asked.scheme is challenge.Scheme.BASIC:
-            if credential is None:
-                return None
-            self._basic_hosts.add(ref.api_host)
-            return {"Authorization": _basic(credential)}
+            return None if credential is None else {"Authorization": credentials.basic_header(credential)}
         token = await self._token(image, ref, credential, asked)
         return {"Authorization": f"Bearer {token}"}
 
@@ -310,11 +309,31 @@ class Resolver:
         credential: credentials.Credential | None,
         asked: challenge.Challenge,
     ) -> str:
+        """A fresh token for pulling ``ref``; concurrent askers of one scope share one request."""
+        held = tokens.key(ref, credential)
+        task = self._token_tasks.get(held)
+        if task is None:
+            task = asyncio.ensure_future(self._fetch_token(image, ref, credential, asked))
+            self._token_tasks[held] = task
+            task.add_done_callback(lambda _: self._token_tasks.pop(held, None))
+        return await asyncio.shield(task)
+
+    async def _fetch_token(
+        self,
+        image: str,
+        ref: reference.Reference,
+        credential: credentials.Credential | None,
+        asked: challenge.Challenge,
+    ) -> str:
         url = challenge.token_url(asked, repository=ref.repository)
-        headers = {"Authorization": _basic(credential)} if credential else {}
-        async with await self._send("GET", url, kind="token", headers=headers) as resp:
-            body, _ = await _read(resp, self.settings.max_error_body)
-            status = resp.status
+        headers = {"Authorization": credentials.basic_header(credential)} if credential else {}
+        try:
+            async with await self._send("GET", url, kind="token", headers=headers) as resp:
+                body, _ = await _read(resp, self.settings.max_error_body)
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+            where = f"the token service of {ref.api_host} ({asked.realm[:100]})"
+            raise _Failed(answers.unreachable(image=image, detail=f"{where}: {_describe(exc)}")) from None
         if status in (401, 403):
             used = f"the credential of secret {credential.secret}" if credential else "no credential"
             raise _Failed(
@@ -337,18 +356,5 @@ class Resolver:
             raise _Failed(
                 answers.unreachable(image=image, detail=f"the token service answered HTTP {status}: {text}")
             )
-        lifetime = document.get("expires_in", 60)
-        lifetime = float(lifetime) if isinstance(lifetime, int | float) and lifetime > 0 else 60.0
-        fingerprint = credential.fingerprint if credential else ""
-        self._tokens[(ref.api_host, challenge.pull_scope(ref.repository), fingerprint)] = (
-            self._clock() + min(lifetime, 300.0) * 0.9,
-            token,
-        )
-        while len(self._tokens) > _TOKENS_KEPT:
-            self._tokens.popitem(last=False)
+        self._book.keep(tokens.key(ref, credential), token, expires_in=document.get("expires_in"))
         return token
-
-
-def _basic(credential: credentials.Credential) -> str:
-    raw = f"{credential.username}:{credential.password}".encode()
-    return "Basic " + base64.b64encode(raw).decode()

@@ -164,6 +164,12 @@ def pick(secrets: Sequence[PullSecret], ref: reference.Reference) -> Credential 
     return chosen
 
 
+def basic_header(credential: Credential) -> str:
+    """The ``Authorization`` value of Basic auth with ``credential``."""
+    raw = f"{credential.username}:{credential.password}".encode()
+    return "Basic " + base64.b64encode(raw).decode()
+
+
 def problems(secrets: Iterable[PullSecret]) -> list[str]:
     """Every pull secret's unreadable parts, one line each (for a warning, never a stop)."""
     return [line for secret in secrets for line in entries(secret)[1]]

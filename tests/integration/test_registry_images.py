@@ -154,9 +154,15 @@ async def test_a_private_registry_refuses_without_the_pull_secret_and_answers_wi
         assert (right.outcome, right.digest) == (answers.Outcome.EXISTS, pushed), right
         missing = await resolver.resolve(f"{reg.host}/private/driver:2", secrets=[pull_secret(reg)])
         assert missing.outcome is answers.Outcome.MISSING, missing
+        refused = m.value("sro_registry_requests_total", {"kind": "manifest", "code": "401"})
+        reg.push("private/other", "1")
+        other = await resolver.resolve(f"{reg.host}/private/other:1", secrets=[pull_secret(reg)])
+        assert other.exists, other
+        # The registry's way in is known now: a new repository is asked with credentials at once.
+        assert m.value("sro_registry_requests_total", {"kind": "manifest", "code": "401"}) == refused
     if auth == "token":
-        # anonymous, wrong and right each got a token; the second tag reused the right one's
-        assert m.value("sro_registry_requests_total", {"kind": "token", "code": "200"}) == 2
+        # anonymous, right and the other repository got a token; the second tag reused the right one's
+        assert m.value("sro_registry_requests_total", {"kind": "token", "code": "200"}) == 3
         assert m.value("sro_registry_requests_total", {"kind": "token", "code": "401"}) == 1
 
 
@@ -167,6 +173,16 @@ def _answer_500(handler: http.server.BaseHTTPRequestHandler) -> None:
     handler.end_headers()
     if handler.command == "GET":
         handler.wfile.write(body)
+
+
+DEAD_REALM = f"http://127.0.0.1:{registry_mod.free_port()}/token"
+
+
+def _answer_401_with_a_dead_token_service(handler: http.server.BaseHTTPRequestHandler) -> None:
+    handler.send_response(401)
+    handler.send_header("WWW-Authenticate", f'Bearer realm="{DEAD_REALM}",service="s"')
+    handler.send_header("Content-Length", "0")
+    handler.end_headers()
 
 
 def _answer_huge_header(handler: http.server.BaseHTTPRequestHandler) -> None:
@@ -198,6 +214,7 @@ def _answer_slowly(handler: http.server.BaseHTTPRequestHandler) -> None:
     ("answer", "detail"),
     [
         (_answer_500, "UNKNOWN: storage backend down"),
+        (_answer_401_with_a_dead_token_service, "the token service of"),
         (_answer_huge_header, "ClientResponseError"),
         (_answer_huge_body, "HTTP 404"),
     ],

@@ -59,3 +59,9 @@ def test_what_cannot_be_answered_is_refused(header: str) -> None:
 def test_no_header_at_all_is_refused() -> None:
     with pytest.raises(challenge.InvalidChallenge, match="without a WWW-Authenticate"):
         challenge.pick([])
+
+
+def test_a_scope_remembered_from_another_repository_is_not_reused() -> None:
+    got = challenge.parse('Bearer realm="https://t/x",scope="repository:team/a:pull"')
+    assert challenge.token_url(got, repository="team/a").endswith("scope=repository%3Ateam%2Fa%3Apull")
+    assert challenge.token_url(got, repository="team/b").endswith("scope=repository%3Ateam%2Fb%3Apull")
