@@ -137,7 +137,8 @@ class Resolver:
         await self.close()
 
     async def close(self) -> None:
-        for task in [*self._inflight.values(), *self._token_tasks.values()]:
+        pending: list[asyncio.Future[Any]] = [*self._inflight.values(), *self._token_tasks.values()]
+        for task in pending:
             task.cancel()
         if self._session is not None:
             await self._session.close()
