@@ -113,7 +113,7 @@ def test_the_operator_runs_with_the_kustomize_trees_settings_and_image(
 def test_a_digest_pins_the_image_and_sro_image_follows_it(full: dict[tuple[str, str], Any]) -> None:
     (container,) = _pod(full[("Deployment", "sro")])["containers"]
     values = yaml.safe_load(chart.FULL_VALUES.read_text())["image"]
-    assert container["image"] == f"{values['repository']}@{values['digest']}"
+    assert container["image"] == f"{values['repository']}:{values['tag']}@{values['digest']}"
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["SRO_IMAGE"] == container["image"]
     assert env["SRO_HTTPS_PROXY"] == "http://proxy.example.com:3128"

@@ -40,16 +40,17 @@ app.kubernetes.io/component: manager
 {{- end }}
 
 {{/*
-The image: repository@digest when a digest is given (what hack/release pins), else
-repository:tag with the tag defaulting to the chart's appVersion.
+The image: repository:tag, the tag defaulting to the chart's appVersion, and @digest when
+a digest is given (what hack/release pins: the digest decides what is pulled, the tag
+stays for people). Kustomize writes the same form for newTag plus digest.
 */}}
 {{- define "sro.image" -}}
 {{- $image := .Values.image }}
+{{- $ref := printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) }}
 {{- if $image.digest }}
-{{- printf "%s@%s" $image.repository $image.digest }}
-{{- else }}
-{{- printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) }}
+{{- $ref = printf "%s@%s" $ref $image.digest }}
 {{- end }}
+{{- $ref }}
 {{- end }}
 
 {{/* host:port for a listener on every interface of the pod. */}}
