@@ -8,8 +8,10 @@ reference, ``engine.writes.owned_body``), and asks the same question ``run`` ask
 (``apply.diff.needs_apply``). Where the answer is yes, the API server's own answer to a
 server-side-apply dry run is compared with the live object, so defaults and merges are
 the server's, not a guess. Objects the SpecialResource owns that it no longer renders
-are shown as deletions. Node labels and pod restarts depend on what runs on the nodes
-and are not shown (``sro status`` shows them).
+are shown as deletions. An absent object is shown only where its state is open (the
+nodes carry the labels of the states it comes after), as ``run`` creates it only then.
+Node labels and pod restarts depend on what runs on the nodes and are not shown (``sro
+status`` shows them).
 
 Nothing is written: every request is a read or a dry run. Exit status as ``kubectl diff``:
 0 nothing would change, 1 something would, 2 the diff could not be made.
@@ -22,7 +24,7 @@ import asyncio
 import dataclasses
 import difflib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -41,6 +43,7 @@ from sro.kube import discovery, http
 from sro.model import desired, views
 from sro.model import specialresource as srmodel
 from sro.observe import logs
+from sro.plan import lifecycle
 from sro.render import policy_file, sources, values
 from sro.render import recipe as recipe_
 from sro.report import status
@@ -185,9 +188,10 @@ async def changes(
         if sr.spec.namespace and not await _exists(reader, _namespace(sr)):
             out.append(Change(ref=_namespace(sr), before="", after=comparable(_namespace_body(sr))))
         kinds = [*app.OWNED_KINDS]
+        is_open = opening(wanted, nodes)
         for obj in wanted.objects:
             kinds.append((obj.ref.api_version, obj.ref.kind))
-            out.extend(await _change(reader, obj, sr))
+            out.extend(await _change(reader, obj, sr, create=is_open(obj)))
         live = await _owned(api, known, sr, kinds)
         rendered = {obj.ref for obj in wanted.objects}
         out += [
@@ -229,8 +233,28 @@ def projected(live: Any, want: Any) -> Any:
     return live
 
 
+def opening(
+    wanted: desired.DesiredState, nodes: Sequence[views.NodeView]
+) -> Callable[[desired.DesiredObject], bool]:
+    """Whether ``run`` would create an absent object now: its state is open on its node (a
+    per-node object) or on some selected node (any other), that is, the node carries the
+    ready labels of every state it comes after. (The planner walks the live objects too;
+    the labels are where that walk has got to, and what a pinned pod needs anyway.)"""
+    after = {state.name: state.after for state in wanted.states}
+    labels = {n.name: n.labels for n in nodes}
+
+    def open_on(node: str, state: str) -> bool:
+        on = labels.get(node, {})
+        return all(
+            on.get(lifecycle.state_label(wanted.sr_name, s)) == lifecycle.READY_VALUE for s in after[state]
+        )
+
+    opened = {state: any(open_on(n, state) for n in wanted.nodes) for state in after}
+    return lambda obj: open_on(obj.node, obj.state) if obj.node is not None else opened.get(obj.state, False)
+
+
 async def _change(
-    reader: ssa.Writer, obj: desired.DesiredObject, sr: srmodel.SpecialResource
+    reader: ssa.Writer, obj: desired.DesiredObject, sr: srmodel.SpecialResource, *, create: bool
 ) -> list[Change]:
     body = apply_diff.stamped(writes.owned_body(obj.body, sr) if sr.uid else dict(obj.body))
     try:
@@ -238,7 +262,7 @@ async def _change(
     except errors.NotFound:
         live = None
     if live is None:
-        return [Change(ref=obj.ref, before="", after=comparable(body))]
+        return [Change(ref=obj.ref, before="", after=comparable(body))] if create else []
     if not apply_diff.needs_apply(body, live):
         return []
     try:

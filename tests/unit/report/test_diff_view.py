@@ -4,12 +4,20 @@ The requests themselves are tests/e2e/test_status_and_diff.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from sro.model import desired
+from sro.hooks import pipeline
+from sro.model import desired, inventory
+from sro.model import specialresource as srmodel
+from sro.render import kinds, values
+from sro.render import recipe as recipe_
 from sro.report import diff
 
 pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_server_fields_and_status_are_not_compared() -> None:
@@ -56,3 +64,35 @@ def test_a_change_is_a_unified_diff_named_live_and_sro() -> None:
     assert "-b: 2" in text and "+b: 3" in text
     created = diff.Change(ref=ref, before="", after="a: 1\n").unified()
     assert created.splitlines()[-1] == "+a: 1"
+
+
+def test_an_absent_object_counts_only_where_its_state_is_open() -> None:
+    recipe = recipe_.load_directory(REPO / "assets" / "simple-kmod")
+    sr = srmodel.parse(
+        {
+            "apiVersion": "sro.dev/v1alpha1",
+            "kind": "SpecialResource",
+            "metadata": {"name": "kmod", "uid": "u"},
+        }
+    )
+    inventory_text = (
+        "pools:\n"
+        "- {name: done, count: 1, kernel: 5.14.0-427.13.1.el9_4.x86_64, os: {id: rhel, versionId: '9.4'},"
+        " labels: {kmod.sro.dev/state-driver: ready}}\n"
+        "- {name: new, count: 1, kernel: 5.14.0-427.13.1.el9_4.x86_64, os: {id: rhel, versionId: '9.4'}}\n"
+    )
+    nodes = inventory.load(inventory_text, file="inline")
+    env = pipeline.Environment(
+        cluster_version="1.36",
+        operator=values.OperatorInfo(namespace="sro-system", image="", version="0"),
+        proxy=values.ProxySettings(),
+        is_namespaced=kinds.builtin_is_namespaced,
+        is_served=kinds.builtin_is_served,
+    )
+    wanted = pipeline.render_desired(sr, recipe, nodes, env=env)
+    is_open = diff.opening(wanted, nodes)
+    opened = {(o.state, o.node) for o in wanted.objects if is_open(o)}
+    # The first state opens everywhere; validation pods only where the driver is ready.
+    assert ("state-driver", None) in opened
+    assert ("state-driver-validation", "done-0") in opened
+    assert ("state-driver-validation", "new-0") not in opened
