@@ -6,9 +6,10 @@ missing repository, an image deleted; Basic auth (htpasswd) and the Bearer token
 the pull secret and answered with it; a registry answering 500, a closed port, a slow
 registry, huge headers and bodies, each reported as unreachable (never missing); the
 cache (hits within the TTL, the missing answer replaced after its TTL once the image is
-pushed) and the metrics that count it; pull secrets read from a namespace's service
-account on the real control plane. Left out: TLS (every registry here is plain HTTP on
-loopback, as containerd allows) and proxies (their choice is unit-tested).
+pushed) and the metrics that count it; requests through the operator's HTTP proxy (and
+around it for a ``NO_PROXY`` name); pull secrets read from a namespace's service account
+on the real control plane. Left out: TLS (every registry here is plain HTTP on loopback,
+as containerd allows; a TLS failure is one more ``aiohttp.ClientError``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import base64
 import http.server
 import json
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,7 @@ from sro import settings
 from sro.images import answers, cache, client, credentials, secrets
 from sro.kube import http
 from sro.observe import metrics as metrics_mod
+from sro.render import values
 
 pytestmark = pytest.mark.integration
 
@@ -243,6 +248,58 @@ async def test_a_slow_registry_and_a_closed_port_are_unreachable_within_the_time
     assert (slow.outcome, slow.detail) == (answers.Outcome.UNREACHABLE, f"{peer.host}: timed out")
     assert closed.outcome is answers.Outcome.UNREACHABLE and "Connect" in closed.detail, closed
     assert elapsed < 5
+
+
+def _forwarding_proxy(target: str) -> Any:
+    """An HTTP proxy that knows one name, ``registry.test``, and forwards it to ``target``."""
+
+    def answer(handler: http.server.BaseHTTPRequestHandler) -> None:
+        url = urllib.parse.urlsplit(handler.path)  # a proxy is sent the absolute URI
+        if url.hostname != "registry.test":
+            handler.send_response(502)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        forwarded = {k: v for k, v in handler.headers.items() if k.lower() in ("accept", "authorization")}
+        request = urllib.request.Request(
+            f"http://{target}{url.path}", method=handler.command, headers=forwarded
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                status, headers, body = resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as exc:
+            status, headers, body = exc.code, exc.headers, exc.read()
+        handler.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in ("connection", "transfer-encoding", "content-length", "date", "server"):
+                handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        if handler.command == "GET":
+            handler.wfile.write(body)
+
+    return answer
+
+
+async def test_registry_requests_go_through_the_operators_proxy_unless_no_proxy_says_otherwise(
+    open_registry: registry_mod.Registry,
+) -> None:
+    pushed = open_registry.push("proxied/driver", "1")
+    port = open_registry.host.rpartition(":")[2]
+    image = f"registry.test:{port}/proxied/driver:1"  # a name only the proxy can resolve
+    with registry_mod.http_peer(_forwarding_proxy(open_registry.host)) as proxy:
+        direct = frozenset({f"registry.test:{port}"})
+        through = client.Settings(plain_http=direct, proxy=values.ProxySettings(http=proxy.url))
+        async with client.Resolver(through) as resolver:
+            got = await resolver.resolve(image)
+        assert (got.outcome, got.digest) == (answers.Outcome.EXISTS, pushed), got
+        assert f"HEAD http://registry.test:{port}/v2/proxied/driver/manifests/1" in proxy.requests
+        asked = len(proxy.requests)
+        bypass = values.ProxySettings(http=proxy.url, no_proxy="localhost,.test")
+        async with client.Resolver(client.Settings(plain_http=direct, proxy=bypass)) as resolver:
+            got = await resolver.resolve(image)
+        assert got.outcome is answers.Outcome.UNREACHABLE, got  # the name does not resolve here
+        assert len(proxy.requests) == asked
 
 
 async def test_pull_secrets_come_from_the_pod_and_its_service_account(
