@@ -199,8 +199,9 @@ class _NodeKeys:
         return keys
 
 
-def _publish_status(m: manager.Manager, name: str) -> None:
-    """Mirror a SpecialResource's cached status into its gauges (alerts read them).
+def _publish_status(m: manager.Manager, name: str, engine: reconciler.Engine) -> None:
+    """Mirror a SpecialResource's cached status into its gauges (alerts read them), and the
+    per-state node counts of its last walk (counted while walking, nothing more per pass).
 
     Our own status write comes back through the watch and wakes this key again, so the
     gauges follow every status the API server holds.
@@ -209,7 +210,12 @@ def _publish_status(m: manager.Manager, name: str) -> None:
     if view is None:
         m.metrics.specialresource_forgotten(name=name)
     else:
-        m.metrics.specialresource_status(name=name, status=view.body.get("status") or {})
+        counts = engine.state_nodes.get(name, {})
+        m.metrics.specialresource_status(
+            name=name,
+            status=view.body.get("status") or {},
+            state_nodes={state: {str(p): n for p, n in phases.items()} for state, phases in counts.items()},
+        )
 
 
 def build(settings: settings_.Settings) -> manager.Manager:
@@ -249,7 +255,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
             )
         with logs.bind_reconcile(key, sr=key):
             seconds = await engine.reconcile(key)
-        _publish_status(m, key)
+        _publish_status(m, key, engine)
         return result.DONE if seconds is None else result.requeue_after(seconds)
 
     m.reconcile_with(reconcile)

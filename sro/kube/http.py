@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -50,17 +52,40 @@ _ERROR_BODY_LIMIT = 64 * 1024
 
 
 class ApiMetrics(Protocol):
-    def api_request(self, *, verb: str, resource: str, code: str) -> None: ...
+    def api_request(
+        self, *, verb: str, resource: str, code: str, method: str, host: str, seconds: float | None
+    ) -> None: ...
 
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None: ...
 
 
 class _NoMetrics:
-    def api_request(self, *, verb: str, resource: str, code: str) -> None:
+    def api_request(
+        self, *, verb: str, resource: str, code: str, method: str, host: str, seconds: float | None
+    ) -> None:
         return None
 
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
         return None
+
+
+def resource_of(path: str) -> str:
+    """The resource a request path names, for a request sent without one: the plural
+    (``nodes``, ``events``), with its subresource (``pods/log``); ``discovery`` for ``/api``,
+    ``/apis`` and a group-version's listing; the first segment otherwise (``version``)."""
+    parts = [p for p in path.partition("?")[0].split("/") if p]
+    if parts[:1] == ["api"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"]:
+        rest = parts[3:]
+    else:
+        return parts[0] if parts else ""
+    if not rest:
+        return "discovery"
+    namespaced = rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize")
+    if namespaced:
+        rest = rest[2:]
+    return "/".join([rest[0], *rest[2:3]])
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -89,6 +114,7 @@ class Api:
         self._session: aiohttp.ClientSession = self._client.rest_client.pool_manager
         self._server_hostname: str | None = self._client.rest_client.server_hostname
         self.host = str(cfg.host).rstrip("/")
+        self._host_label = urllib.parse.urlsplit(self.host).netloc  # rest_client_requests_total's host
 
     @classmethod
     async def connect(cls, settings: settings_.ApiSettings, *, metrics: ApiMetrics | None = None) -> Api:
@@ -247,6 +273,7 @@ class Api:
             total=None, sock_connect=self.settings.connect_timeout, sock_read=self.settings.request_timeout
         )
         verb = method.lower()
+        started = time.monotonic()
         try:
             async with self._session.request(
                 method,
@@ -257,15 +284,28 @@ class Api:
                 timeout=timeout,
                 server_hostname=self._server_hostname,
             ) as resp:
-                self.metrics.api_request(verb=verb, resource=resource, code=str(resp.status))
+                self._count(verb, method, path, resource=resource, code=str(resp.status), started=started)
                 if resp.status >= 400:
                     raw = await resp.content.read(_ERROR_BODY_LIMIT)
                     raise kerrors.from_response(resp.status, raw, retry_after=resp.headers.get("Retry-After"))
                 answer = await resp.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            self.metrics.api_request(verb=verb, resource=resource, code="error")
+            self._count(verb, method, path, resource=resource, code="error", started=None)
             raise errors.TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         return answer
+
+    def _count(
+        self, verb: str, method: str, path: str, *, resource: str, code: str, started: float | None
+    ) -> None:
+        """One request for the metrics: ``started`` is when it was sent (None: no answer came)."""
+        self.metrics.api_request(
+            verb=verb,
+            resource=resource or resource_of(path),
+            code=code,
+            method=method,
+            host=self._host_label,
+            seconds=None if started is None else time.monotonic() - started,
+        )
 
     @asynccontextmanager
     async def stream(
@@ -275,6 +315,7 @@ class Api:
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.settings.connect_timeout, sock_read=read_timeout
         )
+        started = time.monotonic()
         try:
             resp = await self._session.get(
                 self.host + path,
@@ -284,9 +325,9 @@ class Api:
                 server_hostname=self._server_hostname,
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            self.metrics.api_request(verb="watch", resource=resource, code="error")
+            self._count("watch", "GET", path, resource=resource, code="error", started=None)
             raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
-        self.metrics.api_request(verb="watch", resource=resource, code=str(resp.status))
+        self._count("watch", "GET", path, resource=resource, code=str(resp.status), started=started)
         try:
             if resp.status >= 400:
                 raw = await resp.content.read(_ERROR_BODY_LIMIT)

@@ -10,6 +10,7 @@ Pure data, frozen.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -59,6 +60,9 @@ class Walk:
     order: tuple[str, ...]  # states, dependencies first, recipe order among equals
     nodes: Mapping[str, Mapping[str, NodeState]]  # node -> state -> NodeState
     logs_needed: tuple[LogRequest, ...] = ()
+    # state -> phase -> nodes, counted while walking (status rows and the per-state node
+    # gauge read it; empty for a walk built by hand, which ``phase_counts`` then counts).
+    phases: Mapping[str, Mapping[Phase, int]] = field(default_factory=dict, compare=False, repr=False)
     # Each desired object's ref, computed once (``DesiredObject.ref`` builds it every time).
     refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(
         default_factory=dict, compare=False, repr=False
@@ -78,6 +82,12 @@ class Walk:
     def complete_states(self, node: str) -> tuple[str, ...]:
         states = self.nodes[node]
         return tuple(s for s in self.order if states[s].phase is Phase.COMPLETE)
+
+    def phase_counts(self, state: str) -> Mapping[Phase, int]:
+        """On how many nodes ``state`` is in each phase (zero phases left out)."""
+        if self.phases:
+            return self.phases.get(state, {})
+        return Counter(states[state].phase for states in self.nodes.values() if state in states)
 
     def all_complete(self, node: str) -> bool:
         return all(ns.phase is Phase.COMPLETE for ns in self.nodes[node].values())

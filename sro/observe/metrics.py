@@ -5,19 +5,39 @@ live in one test process and lets tests read exact values. ``Metrics`` implement
 small metrics protocols of the queue, the API client, the reflector and the
 controller, so none of those imports prometheus. Label values from a finite set are
 created at zero up front, so a rate over them exists before the first event.
+
+Beside sro's own ``sro_*`` series the registry holds the process and Python collectors
+(``process_*``, ``python_info``, ``python_gc_*``), ``sro_build_info``, and the series
+client-go and controller-runtime export under their own names (``sro.observe.standard``),
+fed by the same calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import platform
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+
+import sro
+from sro.observe import standard
 
 RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
 WATCH_RESTART_REASONS = ("closed", "error", "inactive", "expired")
 RELIST_REASONS = ("initial", "expired", "expired_again")
+PHASES = ("Pending", "Progressing", "Complete", "Failed")
+"""The phases of a state on a node (``sro.model.progress.Phase``), each published per state."""
 REGISTRY_OUTCOMES = ("exists", "missing", "unauthorized", "unreachable", "invalid")  # sro.images.answers
 REGISTRY_CACHE = ("hit", "miss", "joined")  # answered from the cache, asked, or joined a request in flight
 
@@ -26,6 +46,17 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        self.standard = standard.StandardSeries(r)
+        build = Gauge(
+            "sro_build_info",
+            "1, labelled with sro's and Python's versions",
+            ["version", "python"],
+            registry=r,
+        )
+        build.labels(version=sro.__version__, python=platform.python_version()).set(1)
         self.reconcile_total = Counter("sro_reconcile", "Reconciles by result", ["result"], registry=r)
         self.reconcile_duration = Histogram(
             "sro_reconcile_duration_seconds",
@@ -85,9 +116,16 @@ class Metrics:
             ["outcome", "cache"],
             registry=r,
         )
-        # Series published per SpecialResource, so a changed reason or a deleted
-        # SpecialResource leaves no stale series behind.
+        self.sr_state_nodes = Gauge(
+            "sro_specialresource_state_nodes",
+            "Selected nodes on which a state of a SpecialResource is in this phase",
+            ["name", "state", "phase"],
+            registry=r,
+        )
+        # Series published per SpecialResource, so a changed reason, a state gone from the
+        # recipe or a deleted SpecialResource leaves no stale series behind.
         self._sr_series: dict[str, set[tuple[str, str]]] = {}
+        self._sr_states: dict[str, set[str]] = {}
         for result in RESULTS:
             self.reconcile_total.labels(result=result)
         for outcome in REGISTRY_OUTCOMES:
@@ -108,20 +146,46 @@ class Metrics:
 
     def queue_added(self) -> None:
         self.workqueue_adds.inc()
+        self.standard.adds.labels(name=standard.CONTROLLER).inc()
 
     def queue_depth(self, depth: int) -> None:
         self.workqueue_depth.set(depth)
+        self.standard.depth.labels(name=standard.CONTROLLER).set(depth)
 
     def queue_latency(self, seconds: float) -> None:
         self.workqueue_latency.observe(seconds)
+        self.standard.queue_duration.labels(name=standard.CONTROLLER).observe(seconds)
 
     def queue_retried(self) -> None:
         self.workqueue_retries.inc()
+        self.standard.retries.labels(name=standard.CONTROLLER).inc()
+
+    def queue_work_started(self, key: Hashable) -> None:
+        self.standard.work_started(key)
+
+    def queue_work_done(self, key: Hashable, seconds: float) -> None:
+        self.standard.work_done(key, seconds)
 
     # -- sro.kube.http.ApiMetrics ----------------------------------------------
 
-    def api_request(self, *, verb: str, resource: str, code: str) -> None:
+    def api_request(
+        self,
+        *,
+        verb: str,
+        resource: str,
+        code: str,
+        method: str = "",
+        host: str = "",
+        seconds: float | None = None,
+    ) -> None:
+        """One request (``seconds`` until the answer's headers, None when none came)."""
         self.api_requests.labels(verb=verb, resource=resource, code=code).inc()
+        self.standard.request(
+            method=method or verb.upper(),
+            code=code if code.isdigit() else "<error>",
+            host=host,
+            seconds=seconds,
+        )
 
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
         self.api_throttled_total.labels(resource=resource, code=code).inc()
@@ -146,9 +210,17 @@ class Metrics:
     def reconciled(self, *, result: str, seconds: float) -> None:
         self.reconcile_total.labels(result=result).inc()
         self.reconcile_duration.observe(seconds)
+        self.standard.reconciled(result=result, seconds=seconds)
 
     def workers_active(self, delta: int) -> None:
         self.active_workers.inc(delta)
+        self.standard.active_workers.labels(controller=standard.CONTROLLER).inc(delta)
+
+    # -- leader election -------------------------------------------------------------
+
+    def leading(self, *, lease: str, leading: bool) -> None:
+        self.leader.set(1 if leading else 0)
+        self.standard.leader.labels(name=lease).set(1 if leading else 0)
 
     # -- sro.images.client.RegistryMetrics -----------------------------------------
 
@@ -160,8 +232,15 @@ class Metrics:
 
     # -- SpecialResource status, published after each status write ----------------
 
-    def specialresource_status(self, *, name: str, status: Mapping[str, Any]) -> None:
-        """Publish a SpecialResource's conditions and node counts from its status body."""
+    def specialresource_status(
+        self,
+        *,
+        name: str,
+        status: Mapping[str, Any],
+        state_nodes: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """Publish a SpecialResource's conditions and node counts from its status body, and
+        ``state_nodes`` (state -> phase -> nodes, from the last walk) when given."""
         conditions: Sequence[Mapping[str, Any]] = status.get("conditions") or ()
         series = {(str(c.get("type", "")), str(c.get("reason", ""))) for c in conditions}
         for stale in self._sr_series.get(name, set()) - series:
@@ -175,6 +254,17 @@ class Metrics:
         nodes: Mapping[str, Any] = status.get("nodes") or {}
         for kind in ("selected", "complete"):
             self.sr_nodes.labels(name=name, kind=kind).set(float(nodes.get(kind, 0) or 0))
+        if state_nodes is not None:
+            self._state_nodes(name, state_nodes)
+
+    def _state_nodes(self, name: str, counts: Mapping[str, Mapping[str, int]]) -> None:
+        for gone in self._sr_states.get(name, set()) - set(counts):
+            for phase in PHASES:
+                self.sr_state_nodes.remove(name, gone, phase)
+        for state, phases in counts.items():
+            for phase in PHASES:
+                self.sr_state_nodes.labels(name=name, state=state, phase=phase).set(phases.get(phase, 0))
+        self._sr_states[name] = set(counts)
 
     def specialresource_forgotten(self, *, name: str) -> None:
         """Drop every series of a SpecialResource that no longer exists."""
@@ -183,6 +273,8 @@ class Metrics:
         for kind in ("selected", "complete"):
             with contextlib.suppress(KeyError):
                 self.sr_nodes.remove(name, kind)
+        self._state_nodes(name, {})
+        self._sr_states.pop(name, None)
 
     # -- reading ----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ progress, so the status does not flip to Progressing on every retry.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from sro import errors
@@ -147,6 +148,7 @@ def walk(
     judge = _Judge(wanted, seen, refs)
     logs: set[progress.LogRequest] = set()
     nodes: dict[str, dict[str, progress.NodeState]] = {}
+    phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
     for node in wanted.nodes:
         states: dict[str, progress.NodeState] = {}
         for state in order:
@@ -163,5 +165,7 @@ def walk(
             for verdict in verdicts:
                 logs.update(verdict.logs_needed)
             states[state] = _combine(verdicts)
+        for state, ns in states.items():
+            phases[state][ns.phase] += 1
         nodes[node] = states
-    return progress.Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs)
+    return progress.Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases)

@@ -45,6 +45,10 @@ class QueueMetrics(Protocol):
 
     def queue_retried(self) -> None: ...
 
+    def queue_work_started(self, key: Hashable) -> None: ...
+
+    def queue_work_done(self, key: Hashable, seconds: float) -> None: ...
+
 
 class NoMetrics:
     def queue_added(self) -> None:
@@ -57,6 +61,12 @@ class NoMetrics:
         return None
 
     def queue_retried(self) -> None:
+        return None
+
+    def queue_work_started(self, key: Hashable) -> None:
+        return None
+
+    def queue_work_done(self, key: Hashable, seconds: float) -> None:
         return None
 
 
@@ -77,6 +87,7 @@ class WorkQueue(Generic[K]):
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._added_at: dict[K, float] = {}  # for the latency metric
+        self._started_at: dict[K, float] = {}  # for the work duration metric
         self._waiting: delaying.DelayHeap[K] = delaying.DelayHeap()
         self._shutting_down = False
         self._wakeup = asyncio.Event()
@@ -126,14 +137,20 @@ class WorkQueue(Generic[K]):
         self._dirty.discard(key)
         self._processing.add(key)
         self._idle.clear()
+        now = self._clock.now()
         added = self._added_at.pop(key, None)
         if added is not None:
-            self._metrics.queue_latency(max(0.0, self._clock.now() - added))
+            self._metrics.queue_latency(max(0.0, now - added))
+        self._started_at[key] = now
+        self._metrics.queue_work_started(key)
         self._metrics.queue_depth(len(self._fifo))
         return key
 
     def done(self, key: K) -> None:
         self._processing.discard(key)
+        started = self._started_at.pop(key, None)
+        if started is not None:
+            self._metrics.queue_work_done(key, max(0.0, self._clock.now() - started))
         if key in self._dirty and not self._shutting_down:
             self._fifo.append(key)
             self._changed()

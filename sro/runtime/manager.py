@@ -312,7 +312,7 @@ class Manager:
         return self._elector is not None and self._elector.may_write()
 
     def _leading(self, leading: bool) -> None:
-        self.metrics.leader.set(1 if leading else 0)
+        self.metrics.leading(lease=self.settings.lease.name, leading=leading)
         self.role = Role.LEADER if leading else (Role.STOPPING if self._stopping.is_set() else Role.STANDBY)
 
     async def _work(self, controller: controller_.Controller, *, elector: lease.LeaderElector | None) -> int:

@@ -104,14 +104,14 @@ def kernel_rows(wanted: desired.DesiredState) -> list[KernelRow]:
 
 def _state_row(state: str, walked: progress.Walk) -> StateRow:
     on_nodes = sorted((node, states[state]) for node, states in walked.nodes.items())
-    phases = Counter(ns.phase for _, ns in on_nodes)
+    phases = walked.phase_counts(state)
     failing = [(n, ns) for n, ns in on_nodes if ns.phase is progress.Phase.FAILED]
-    total, complete = len(on_nodes), phases[progress.Phase.COMPLETE]
+    total, complete = len(on_nodes), phases.get(progress.Phase.COMPLETE, 0)
     if failing:
         phase = progress.Phase.FAILED
     elif complete == total:
         phase = progress.Phase.COMPLETE
-    elif phases[progress.Phase.PROGRESSING] or complete:
+    elif phases.get(progress.Phase.PROGRESSING) or complete:
         phase = progress.Phase.PROGRESSING
     else:
         phase = progress.Phase.PENDING

@@ -61,8 +61,8 @@ class Operator:
                 [
                     str(SRO), "run",
                     "--leader-elect", "false",
-                    "--health-addr", f"127.0.0.1:{self.port}",
-                    "--metrics-addr", f"127.0.0.1:{self.port}",
+                    "--health-probe-bind-address", f"127.0.0.1:{self.port}",
+                    "--metrics-bind-address", f"127.0.0.1:{self.port}",
                     "--recipes", str(self.recipes_dir),
                     "--log-format", "json",
                     "--workers", "4",

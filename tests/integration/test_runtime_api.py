@@ -182,7 +182,7 @@ async def test_a_manager_watches_a_kind_at_runtime_serves_health_and_stops_clean
     m = Manager(
         settings.Settings(
             api=api_settings(cluster),
-            server=settings.ServerSettings(port=0),
+            server=settings.ServerSettings(port=0, metrics_port=0),
             lease=settings.LeaseSettings(namespace=namespace, name="api-test", retry_period=0.5),
         )
     )
@@ -198,12 +198,22 @@ async def test_a_manager_watches_a_kind_at_runtime_serves_health_and_stops_clean
     running = asyncio.create_task(m.run())
     try:
         await waiting.wait_for(lambda: m.role == "leader", timeout=60, message="leading")
-        assert m.health is not None
-        base = f"http://127.0.0.1:{m.health.port}"
+        assert m.health is not None and m.metrics_server is not None
+        probes = f"http://127.0.0.1:{m.health.port}"
+        scraped = f"http://127.0.0.1:{m.metrics_server.port}"
         async with aiohttp.ClientSession() as web:
-            for path, expected in (("/healthz", "ok"), ("/readyz", "leader"), ("/metrics", "sro_leader 1.0")):
-                async with web.get(base + path) as resp:
-                    assert resp.status == 200 and expected in await resp.text(), path
+            for url, expected in (
+                (probes + "/healthz", "ok"),
+                (probes + "/readyz", "leader"),
+                (scraped + "/metrics", "sro_leader 1.0"),
+                (scraped + "/metrics", 'leader_election_master_status{name="api-test"} 1.0'),
+                (scraped + "/metrics", 'rest_client_requests_total{code="200",host="'),
+            ):
+                async with web.get(url) as resp:
+                    assert resp.status == 200 and expected in await resp.text(), url
+            for url in (probes + "/metrics", scraped + "/healthz"):  # each server serves its own
+                async with web.get(url) as resp:
+                    assert resp.status == 404, url
         secrets = await m.ensure_watch("v1", "Secret")
         assert m.has_synced and len(secrets) == 0, "only labelled secrets are cached"
         cluster.kubectl("create", "secret", "generic", "mine", "-n", namespace, "--from-literal=a=b")

@@ -59,7 +59,8 @@ class Operator:
         )
         args = [
             *head, "run", "--leader-elect", "false", "--log-format", "json",
-            "--health-addr", f"127.0.0.1:{self.port}", "--metrics-addr", f"127.0.0.1:{self.port}",
+            "--health-probe-bind-address", f"127.0.0.1:{self.port}",
+            "--metrics-bind-address", f"127.0.0.1:{self.port}",
         ]  # fmt: skip
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(

@@ -88,6 +88,14 @@ def test_a_failed_validation_pod_fails_that_node_only_and_is_recreated_after_bac
     p = world.last
     assert p is not None and p.walk is not None
     assert p.walk.nodes["n2"]["state-validation"].phase.value == "Failed"
+    assert {str(k): v for k, v in p.walk.phase_counts("state-validation").items()} == {
+        "Complete": 2,
+        "Failed": 1,
+    }
+    assert {str(k): v for k, v in p.walk.phase_counts("state-device-plugin").items()} == {
+        "Complete": 2,
+        "Pending": 1,
+    }
     assert world.complete_states("n1") == {"state-driver", "state-validation", "state-device-plugin"}
     assert world.complete_states("n2") == {"state-driver"}
     assert p.status["state"] == "Degraded: StateFailed on 1 node (n2: Error (exit code 1))"
