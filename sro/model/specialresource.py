@@ -2,8 +2,8 @@
 
 The API server's CEL rules already refuse most invalid objects, but the operator must
 not trust that (an older CRD, a direct etcd write, ``sro lint`` on a file): every rule
-of the contract (docs: specialresource-api.md §1) is checked again here, and a body that
-cannot be processed raises ``SpecialResourceInvalid`` naming the SpecialResource, so the
+of the CRD (docs/crd-reference.md) is checked again here, and a body that cannot be
+processed raises ``SpecialResourceInvalid`` naming the SpecialResource, so the
 caller reports that one object and goes on serving the others.
 """
 
