@@ -5,13 +5,16 @@ The kubelet sends the credentials of exactly these secrets; an image check must 
 same ones (``credentials.pick`` chooses among them). A secret that is named but absent
 is skipped, as the kubelet skips it; the names of the absent ones are returned so a
 message can say why a registry refused. The operator does not watch Secrets (it has no
-reason to hold every Secret of the cluster in memory), so these are direct reads, made
-only when an image is actually checked and its answer is not cached.
+reason to hold every Secret of the cluster in memory), so these are direct reads; a
+``Cached`` reader keeps what it read for a minute, so a reconcile per node does not
+become a read per node (a pull secret added is used within that minute).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sro import errors
@@ -57,3 +60,38 @@ async def _secrets(
             continue
         found.append(credentials.PullSecret.from_body(body))
     return found, absent
+
+
+Found = tuple[list[credentials.PullSecret], list[str]]
+
+
+class Cached:
+    """``read`` at most once per ``ttl`` seconds per (namespace, the pod's secret names, its
+    service account); the ``kept`` most recently read answers are kept."""
+
+    def __init__(
+        self,
+        api: http.Api,
+        *,
+        ttl: float = 60.0,
+        kept: int = 256,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._api = api
+        self._ttl = ttl
+        self._kept = kept
+        self._clock = clock
+        self._answers: OrderedDict[tuple[str, tuple[str, ...], str], tuple[float, Found]] = OrderedDict()
+
+    async def read(self, *, namespace: str, pod_spec: Mapping[str, Any]) -> Found:
+        account = str(pod_spec.get("serviceAccountName") or "default")
+        key = (namespace, tuple(names_in(pod_spec)), account)
+        held = self._answers.get(key)
+        if held is not None and held[0] > self._clock():
+            return list(held[1][0]), list(held[1][1])
+        found = await read(self._api, namespace=namespace, pod_spec=pod_spec)
+        self._answers[key] = (self._clock() + self._ttl, found)
+        self._answers.move_to_end(key)
+        while len(self._answers) > self._kept:
+            self._answers.popitem(last=False)
+        return list(found[0]), list(found[1])

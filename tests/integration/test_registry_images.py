@@ -320,10 +320,20 @@ async def test_pull_secrets_come_from_the_pod_and_its_service_account(
         "patch", "serviceaccount", "default", "-n", namespace, "-p",
         '{"imagePullSecrets": [{"name": "from-sa"}, {"name": "absent"}]}',
     )  # fmt: skip
-    async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
-        found, absent = await secrets.read(
-            api, namespace=namespace, pod_spec={"imagePullSecrets": [{"name": "own"}]}
-        )
+    m = metrics_mod.Metrics()
+    pod_spec = {"imagePullSecrets": [{"name": "own"}]}
+    kubeconfig = settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))
+    async with await http.Api.connect(kubeconfig, metrics=m) as api:
+        reader = secrets.Cached(api)
+        found, absent = await reader.read(namespace=namespace, pod_spec=pod_spec)
+        reads = m.total("sro_api_requests_total")
+        assert reads == 4  # the service account, then each secret it and the pod name
+        for _ in range(20):  # a reconcile per node: read once
+            assert [s.name for s in (await reader.read(namespace=namespace, pod_spec=pod_spec))[0]] == [
+                "own",
+                "from-sa",
+            ]
+        assert m.total("sro_api_requests_total") == reads
     assert [s.name for s in found] == ["own", "from-sa"] and absent == ["absent"]
     picked = credentials.pick(found, credentials.reference.parse("reg.example/x"))
     assert picked is not None and picked.secret == "own"
