@@ -33,7 +33,7 @@ import sro
 from sro import errors
 from sro import settings as settings_
 from sro.hooks import offline, pipeline
-from sro.images import answers, credentials, needs
+from sro.images import answers, credentials, needs, secrets
 from sro.images import client as client_
 from sro.model import desired, kernels, selection, views
 from sro.model import inventory as inventory_
@@ -271,7 +271,8 @@ async def _check(args: argparse.Namespace, out: TextIO, *, api_settings: setting
             proxy=proxy, plain_http=frozenset(args.insecure_registry), request_timeout=args.timeout
         )
         async with client_.Resolver(settings) as resolver:
-            rows = await asyncio.gather(*(_ask(resolver, n, api, offline_secrets) for n in wanted))
+            reader = secrets.Cached(api) if api is not None else None
+            rows = await asyncio.gather(*(_ask(resolver, n, reader, offline_secrets) for n in wanted))
     finally:
         if api is not None:
             await api.close()
@@ -290,14 +291,12 @@ def _node_oses(
 async def _ask(
     resolver: client_.Resolver,
     need: needs.Need,
-    api: http.Api | None,
+    reader: secrets.Cached | None,
     offline_secrets: Sequence[credentials.PullSecret],
 ) -> Row:
     found = list(offline_secrets)
-    if api is not None:
-        from sro.images import secrets  # noqa: PLC0415
-
-        read, _ = await secrets.read(api, namespace=need.namespace, pod_spec=need.pod_spec)
+    if reader is not None:
+        read, _ = await reader.read(namespace=need.namespace, pod_spec=need.pod_spec)
         found = read + found
     return Row(need=need, answer=await resolver.resolve(need.image, secrets=found))
 
