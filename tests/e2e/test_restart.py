@@ -3,6 +3,8 @@
 Covers acceptance test 5: after ``sro run`` restarts and reconciles every SpecialResource
 from its caches, its own API request metrics show no write at all (no apply, status,
 node patch or Event), and the SpecialResource's status is byte-for-byte what it was.
+Also what the restarted operator exports about it: every state complete on its three
+nodes in ``sro_specialresource_state_nodes``, and a resource on every request counted.
 """
 
 from __future__ import annotations
@@ -43,3 +45,20 @@ async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
     assert after is not None
     assert after["status"] == before["status"]
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+    states = [row["name"] for row in after["status"]["states"]]
+
+    def state_nodes() -> dict[tuple[str, str], float]:
+        return {
+            (labels["state"], labels["phase"]): v
+            for n, labels, v in operator.metrics()
+            if n == "sro_specialresource_state_nodes" and labels.get("name") == name
+        }
+
+    await waiting.wait_for(lambda: len(state_nodes()) == 4 * len(states), timeout=30, interval=0.5,
+                           message="the per-state node gauge of the SpecialResource")
+    counts = state_nodes()
+    assert {s: counts[(s, "Complete")] for s in states} == dict.fromkeys(states, 3.0), counts
+    assert sum(counts.values()) == 3 * len(states), counts
+    unnamed = [m for m in operator.metrics() if m[0] == "sro_api_requests_total" and not m[1].get("resource")]
+    assert not unnamed, unnamed
