@@ -103,3 +103,25 @@ image_wait_http() {
     sleep 0.2
   done
 }
+
+# image_start_registry DIR: starts Debian's docker-registry on a free loopback port,
+# storage and log under DIR, and waits until it answers; sets registry_pid and
+# registry_port (the caller's cleanup stops it).
+image_start_registry() {
+  local dir=$1
+  registry_port=$(image_free_port)
+  mkdir -p "$dir"
+  cat >"$dir/config.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $dir/data
+http:
+  addr: 127.0.0.1:$registry_port
+EOF
+  docker-registry serve "$dir/config.yml" >"$dir/log" 2>&1 &
+  registry_pid=$!
+  image_wait_http "http://127.0.0.1:$registry_port/v2/" 30 || { cat "$dir/log" >&2; return 1; }
+}
