@@ -40,10 +40,7 @@ pytestmark = pytest.mark.integration
 
 
 def _start(tmp_path_factory: pytest.TempPathFactory, auth: str) -> Iterator[registry_mod.Registry]:
-    try:
-        started = registry_mod.start(tmp_path_factory.mktemp(f"registry{auth}"), auth=auth)
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
+    started = registry_mod.start(tmp_path_factory.mktemp(f"registry{auth}"), auth=auth)
     try:
         yield started
     finally:

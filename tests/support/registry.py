@@ -1,6 +1,7 @@
 """A real image registry on loopback for tests: Debian's ``docker-registry`` (what ``hack/image``
-pushes to), open, behind ``htpasswd`` Basic auth, or behind token auth with a small token
-server of the test's own, plus the registry HTTP API calls to push and delete an image.
+pushes to; taken from its Debian package when it is not installed), open, behind
+``htpasswd`` Basic auth, or behind token auth with a small token server of the test's own,
+plus the registry HTTP API calls to push and delete an image.
 
 Images are pushed through the registry's own upload API (a config blob, one small
 gzipped layer, an OCI manifest) rather than with buildah: the registry stores and serves
@@ -21,10 +22,12 @@ import hashlib
 import http.server
 import io
 import json
+import os
 import shutil
 import socket
 import subprocess
 import tarfile
+import tempfile
 import threading
 import time
 import urllib.error
@@ -315,11 +318,34 @@ def _token_answer(signer: _Signer, username: str, password: str) -> Callable[...
     return answer
 
 
+TOOLS = Path(os.environ.get("SRO_CACHE_DIR") or Path.home() / ".cache" / "sro") / "tools"
+
+
+def binary() -> str:
+    """``docker-registry``: installed, or extracted once from Debian's package into the tools
+    cache (``apt-get download`` needs no root; ``update`` does, on a machine with no lists)."""
+    installed = shutil.which("docker-registry")
+    if installed is not None:
+        return installed
+    target = TOOLS / "docker-registry"
+    if target.exists():
+        return str(target)
+    with tempfile.TemporaryDirectory() as tmp:
+        download = ["apt-get", "download", "-q", "docker-registry"]
+        proc = subprocess.run(download, cwd=tmp, capture_output=True, text=True, check=False, timeout=300)
+        if proc.returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], check=True, timeout=300)
+            subprocess.run(download, cwd=tmp, capture_output=True, text=True, check=True, timeout=300)
+        (deb,) = Path(tmp).glob("docker-registry_*.deb")
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(Path(tmp) / "x")], check=True, timeout=120)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(Path(tmp) / "x" / "usr" / "bin" / "docker-registry", target.with_suffix(".tmp"))
+        target.with_suffix(".tmp").rename(target)
+    return str(target)
+
+
 def start(directory: Path, *, auth: str = "") -> Registry:
     """Start a registry in ``directory`` (storage deletes enabled); wait until it answers."""
-    binary = shutil.which("docker-registry")
-    if binary is None:
-        raise FileNotFoundError("docker-registry (Debian package docker-registry) is not installed")
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     username, password = "puller", uuid.uuid4().hex
@@ -353,7 +379,7 @@ def start(directory: Path, *, auth: str = "") -> Registry:
         ]
     (directory / "config.yml").write_text("\n".join(config) + "\n")
     with (directory / "registry.log").open("wb") as log:  # the child keeps its own descriptor
-        process = subprocess.Popen([binary, "serve", str(directory / "config.yml")], stdout=log, stderr=log)
+        process = subprocess.Popen([binary(), "serve", str(directory / "config.yml")], stdout=log, stderr=log)
     registry = Registry(
         host=f"127.0.0.1:{port}",
         auth=auth,
