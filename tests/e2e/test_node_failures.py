@@ -2,7 +2,8 @@
 
 Covers acceptance tests 8 and 9. A broken node fails the driver validation: that node is
 Failed with the pod's reason, the others complete, the SpecialResource is Degraded naming
-the node; once the node is repaired its validation is retried and everything is Ready.
+the node, and stays Degraded while sro recreates the failed pod (a retry is no progress);
+once the node is repaired its validation is retried and everything is Ready.
 A node whose kernel has no driver image keeps its driver state Progressing with
 ``ImagePullBackOff`` named, while the other nodes complete.
 """
@@ -57,6 +58,24 @@ async def test_a_broken_node_fails_validation_alone_and_completes_once_repaired(
 
     done = await waiting.wait_for(healthy_complete, timeout=60, message="the healthy nodes complete")
     assert done[broken] is None
+
+    def validation_pod_uid() -> str:
+        on_broken = [
+            p
+            for p in srs.pods(made.cluster, name)
+            if p["spec"].get("nodeName") == broken and "validation" in p["metadata"]["name"]
+        ]
+        return on_broken[0]["metadata"]["uid"] if on_broken else ""
+
+    first = await waiting.wait_for(validation_pod_uid, timeout=30, message="the broken node's validation pod")
+    phases: set[object] = set()
+
+    def retried() -> bool:
+        phases.add(srs.status(made.cluster, name).get("phase"))
+        return validation_pod_uid() not in ("", first)
+
+    await waiting.wait_for(retried, timeout=60, interval=0.5, message="sro recreated the failed pod")
+    assert phases == {"Degraded"}, phases
 
     made.cluster.kubectl("annotate", "node", broken, "sim.sro.dev/broken-")
     status = await srs.wait_ready(made.cluster, name, within=180)
