@@ -250,7 +250,8 @@ class Resolver:
             status, digest = resp.status, resp.headers.get("Docker-Content-Digest", "")
             offered = resp.headers.getall("WWW-Authenticate", [])
         if status == 401 and offered:
-            retry = await self._answer_challenge(image, ref, credential, offered)
+            sent = headers.get("Authorization", "")
+            retry = await self._answer_challenge(image, ref, credential, offered, sent=sent)
             if retry is not None:
                 headers = {"Accept": ACCEPT, **retry}
                 async with await self._send("HEAD", url, kind="manifest", headers=headers) as resp:
@@ -291,13 +292,19 @@ class Resolver:
         ref: reference.Reference,
         credential: credentials.Credential | None,
         offered: Sequence[str],
+        *,
+        sent: str,
     ) -> dict[str, str] | None:
-        """The Authorization header to send again with, or None when nothing would change."""
+        """The Authorization header to send again with, or None when nothing would change.
+        A token another check got meanwhile (``sent`` was not it) is used as it is."""
         try:
             asked = challenge.pick(offered)
         except challenge.InvalidChallenge as exc:
             raise _Failed(answers.unreachable(image=image, detail=f"{ref.api_host}: {exc}")) from None
         self._book.learned(ref.api_host, asked)
+        held = self._book.header(ref, credential)
+        if held and held != sent:
+            return {"Authorization": held}
         if asked.scheme is challenge.Scheme.BASIC:
             return None if credential is None else {"Authorization": credentials.basic_header(credential)}
         token = await self._token(image, ref, credential, asked)
