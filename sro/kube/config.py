@@ -66,6 +66,11 @@ def check(settings: settings_.ApiSettings) -> None:
     "Expected key current-context" about the empty config it made of nothing)."""
     path = kubeconfig_path(settings)
     if path is None:
+        if settings.context:
+            raise errors.UsageError(
+                f"--context {settings.context!r}: no kubeconfig to take it from (in a pod sro uses its "
+                "service account; give --kubeconfig)"
+            )
         return
     names = [p for p in path.split(os.pathsep) if p]
     what = "--kubeconfig" if settings.kubeconfig else "KUBECONFIG" if os.environ.get("KUBECONFIG") else ""

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from sro import cli, cli_args
+from sro.kube import config as kubeconfig
 
 pytestmark = pytest.mark.unit
 
@@ -164,6 +165,14 @@ def test_kubeconfig_mistakes_are_one_line_saying_what(
     dangling = _kubeconfig(tmp_path / "dangling", current="b")
     err = _one_line_exit_2(capsys, [*argv, "--kubeconfig", str(dangling)])
     assert "has no context 'b'" in err
+
+
+def test_a_context_without_a_kubeconfig_in_a_pod_is_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setattr(kubeconfig, "in_cluster", lambda: True)
+    assert "no kubeconfig to take it from" in _one_line_exit_2(capsys, ["run", "--context", "a"])
 
 
 @pytest.mark.parametrize(
