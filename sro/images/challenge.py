@@ -72,8 +72,12 @@ def parse(header: str) -> Challenge:
         raise InvalidChallenge(f"the scheme {scheme[:50]!r} is neither Bearer nor Basic") from None
     params = _params(rest.strip())
     if kind is Scheme.BEARER:
-        realm = urlsplit(params.get("realm", ""))
-        if realm.scheme not in ("http", "https") or not realm.netloc:
+        try:
+            realm = urlsplit(params.get("realm", ""))
+            valid = realm.scheme in ("http", "https") and bool(realm.hostname) and realm.port != 0
+        except ValueError:  # a bad IPv6 literal or port
+            valid = False
+        if not valid:
             raise InvalidChallenge(
                 f"the Bearer realm {params.get('realm', '')[:200]!r} is not an http(s) URL"
             )

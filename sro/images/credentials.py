@@ -79,7 +79,10 @@ def _key(key: str) -> tuple[str, str] | None:
     text = key.strip()
     if "://" not in text:
         text = "https://" + text
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # "[" without "]", and the like
+        return None
     if not parts.netloc:
         return None
     path = parts.path.strip("/")

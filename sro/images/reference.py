@@ -84,7 +84,8 @@ def parse(text: str) -> Reference:
         if not _TAG.fullmatch(tag):
             raise InvalidReference(f"{text[:200]!r}: {tag[:100]!r} is not a tag")
     registry, repository = _split_registry(name)
-    if registry != DOCKER_HUB and not _REGISTRY.fullmatch(registry):
+    port = registry.rpartition(":")[2] if not registry.endswith("]") and ":" in registry else ""
+    if (registry != DOCKER_HUB and not _REGISTRY.fullmatch(registry)) or (port and int(port) > 65535):
         raise InvalidReference(f"{text[:200]!r}: {registry[:100]!r} is not a registry host")
     if registry in HUB_ALIASES:
         registry = DOCKER_HUB

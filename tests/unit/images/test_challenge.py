@@ -46,6 +46,8 @@ def test_bearer_is_preferred_over_basic() -> None:
     [
         "Negotiate abc",
         'Bearer realm="file:///etc/passwd"',
+        'Bearer realm="https://[::1/t"',
+        'Bearer realm="https://h:99999/t"',
         'Bearer realm="https://t/x' + '"' + "," * 3,
         "Bearer " + ",".join(f'k{i}="v"' for i in range(40)),
         'Bearer realm="' + "x" * 20000 + '"',

@@ -65,7 +65,7 @@ def test_unreadable_secrets_are_skipped_and_said() -> None:
         credentials.PullSecret(name="notjson", data={credentials.DOCKERCONFIGJSON: "bm90IGpzb24="}),
         credentials.PullSecret(name="notb64", data={credentials.DOCKERCONFIGJSON: "%%%"}),
         credentials.PullSecret(name="other", data={"token": "eA=="}),
-        secret("badauth", {"q.io": {"auth": "!!!"}, "r.io": 3}),
+        secret("badauth", {"q.io": {"auth": "!!!"}, "r.io": 3, "[": auth("x", "y")}),
         secret("good", {"q.io": auth("g", "p")}),
     ]
     assert chosen(broken, "q.io/x") == "good:g"
@@ -74,6 +74,7 @@ def test_unreadable_secrets_are_skipped_and_said() -> None:
         "secret notjson",
         "secret notb64",
         "secret other",
+        "secret badauth",
         "secret badauth",
         "secret badauth",
     ]
