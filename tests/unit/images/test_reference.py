@@ -57,6 +57,7 @@ def test_docker_hub_is_asked_on_its_api_host() -> None:
         "img:" + "t" * 200,
         "x" * 2000,
         "reg.io/",
+        "reg.io:99999/x",
     ],
 )
 def test_what_no_runtime_could_pull_is_refused(text: str) -> None:
