@@ -146,9 +146,14 @@ def node_changes(
         want = {keys[s]: READY_VALUE for s in walked.complete_states(name)}
         if len(want) == len(keys):
             want[done] = COMPLETE_VALUE
-        labels = _diff(node.labels, want, owned=(k for k in node.labels if k.startswith(prefix)))
+        mine = [k for k in node.labels if k.startswith(prefix)]
+        labels = _diff(node.labels, want, owned=mine)
         group = wanted.kernel_groups.get(name)
-        annotations = _diff(node.annotations, {annotation: group.key} if group else {}, owned=())
+        # The kernel group the labels were earned on: written with the first label (a node
+        # with no label of ours has nothing a kernel change could invalidate), so a fresh
+        # node's first patch is its first label, not a patch of its own.
+        recorded = mine or annotation in node.annotations or any(v is not None for v in labels.values())
+        annotations = _diff(node.annotations, {annotation: group.key} if group and recorded else {}, owned=())
         taints = _taints(node, sr_name=sr, wanted=seen.taints)
         if labels or annotations or taints is not None:
             changes.append(

@@ -80,7 +80,7 @@ async def read(api: http.Api, *, name: str | None) -> list[table.Report]:
     nodes = [table.NodeMeta.from_body(b) for b in bodies]
     del bodies
     ordered = sorted(srs, key=lambda sr: str((sr.get("metadata") or {}).get("name", "")))
-    return [table.build(sr, nodes) for sr in ordered]
+    return [table.build(sr, nodes, selected=bool(selector)) for sr in ordered]
 
 
 def _render(reports: Sequence[table.Report], *, name: str | None, output: table.Output) -> str:

@@ -8,9 +8,10 @@ exactly that, so a node's row is read from its metadata alone, and the status ad
 failing reasons and the summary. Nothing here does I/O: metadata and a status body in,
 values and text out.
 
-A node belongs to the SpecialResource's table when sro has walked it (it carries the
-kernel-group annotation or one of the labels) or the status names it (failing, or the
-node a state waits on).
+A node belongs to the SpecialResource's table when it matches the SpecialResource's own
+``spec.nodeSelector`` (the nodes were listed by it), when sro has walked it (it carries
+one of the labels or the kernel-group annotation, written with the first label) or when
+the status names it (failing, or the node a state waits on).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sro.model import views
 from sro.plan import lifecycle
 
 READY = "ready"
@@ -117,9 +119,10 @@ def _waiting(states: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return found
 
 
-def build(sr: Mapping[str, Any], nodes: Iterable[NodeMeta]) -> Report:
+def build(sr: Mapping[str, Any], nodes: Iterable[NodeMeta], *, selected: bool = False) -> Report:
     """The report of SpecialResource ``sr`` (its whole body) over ``nodes`` (any nodes:
-    those sro has not walked for it are left out)."""
+    those sro has not walked for it are left out, unless ``selected`` says every one of
+    them matches its node selector: then a node that has earned no label yet has its row)."""
     name = str((sr.get("metadata") or {}).get("name", ""))
     status = sr.get("status") or {}
     rows_in: Sequence[Mapping[str, Any]] = status.get("states") or ()
@@ -131,7 +134,7 @@ def build(sr: Mapping[str, Any], nodes: Iterable[NodeMeta]) -> Report:
     rows = []
     for node in sorted(nodes, key=lambda n: n.name):
         ours = annotation in node.annotations or any(k.startswith(prefix) for k in node.labels)
-        if not ours and node.name not in failing_nodes and node.name not in waiting:
+        if not (ours or selected) and node.name not in failing_nodes and node.name not in waiting:
             continue
         cells = []
         reasons = []
@@ -144,6 +147,7 @@ def build(sr: Mapping[str, Any], nodes: Iterable[NodeMeta]) -> Report:
             else:
                 cells.append(PENDING)
         kernel, _, os = node.annotations.get(annotation, "").partition("|")
+        kernel = kernel or node.labels.get(views.KERNEL_LABEL, "")  # not walked yet: what NFD says
         complete = node.labels.get(prefix + lifecycle.COMPLETE) == lifecycle.COMPLETE_VALUE
         if not reasons and not complete and node.name in waiting:
             reasons.append(waiting[node.name])

@@ -12,6 +12,7 @@ import pytest
 from builders import (
     K1,
     K2,
+    SR,
     World,
     bare_pod,
     container,
@@ -29,7 +30,7 @@ from builders import (
 
 from sro import errors
 from sro.model import desired, progress
-from sro.plan import walk
+from sro.plan import lifecycle, walk
 
 pytestmark = pytest.mark.unit
 
@@ -115,14 +116,18 @@ def test_a_new_node_walks_in_order_while_the_others_stay_complete() -> None:
 
     first = world.step()
     assert first.walk is not None
-    assert [c.node for c in first.node_labels] == ["n4"]  # nothing for the other nodes changes
+    # n4 earned no label yet (its kernel group is recorded with its first label), and
+    # nothing changes for the other nodes: no node patch at all.
+    assert [c.node for c in first.node_labels] == []
     assert first.walk.nodes["n4"]["state-driver"].phase is Phase.PROGRESSING
     assert first.walk.nodes["n4"]["state-validation"].phase is Phase.PENDING
     assert "validate-n4" not in {o.ref.name for o in first.apply}
     assert first.status["state"] == "Progressing: state-driver 3/4 nodes"
 
-    world.step()
+    second = world.step()
     assert world.complete_states("n4") == {"state-driver"}
+    (change,) = second.node_labels
+    assert change.node == "n4" and set(change.annotations) == {lifecycle.kernel_annotation(SR)}
     world.settle()
     assert world.complete_states("n4") == {"state-driver", "state-validation", "state-device-plugin"}
     assert {n: dict(world.nodes[n].labels) for n in NODES} == before

@@ -167,3 +167,12 @@ def test_a_status_older_than_the_object_and_a_missing_status_are_said() -> None:
     bare = table.build({"metadata": {"name": "new"}}, [])
     assert bare.summary == "new: no status yet (is the operator running?)"
     assert table.format_text(bare).splitlines()[0] == "(no node walked for this SpecialResource yet)"
+
+
+def test_nodes_listed_by_the_selector_have_rows_before_their_first_label() -> None:
+    fresh = table.NodeMeta(
+        name="c", labels={"feature.node.kubernetes.io/kernel-version.full": "5.14"}, annotations={}
+    )
+    assert [r.node for r in table.build(_sr(), [fresh]).rows] == []
+    (row,) = table.build(_sr(), [fresh], selected=True).rows
+    assert (row.node, row.kernel, row.complete) == ("c", "5.14", False)
