@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from sro import settings as settings_
 from sro.images import answers, challenge, credentials, proxies, reference, tokens
 from sro.images import cache as cache_
 from sro.kube.http import USER_AGENT
@@ -83,6 +84,15 @@ class Settings:
     """Registry hosts spoken to over plain HTTP besides loopback ones (which always are)."""
     proxy: values.ProxySettings = field(default_factory=values.ProxySettings)
     cache: cache_.Policy = field(default_factory=cache_.Policy)
+
+    @classmethod
+    def for_operator(cls, operator: settings_.OperatorSettings) -> Settings:
+        """What ``sro run`` asks registries with: through its ``--http-proxy``,
+        ``--https-proxy`` and ``--no-proxy``, the road its nodes' pulls take."""
+        proxy = values.ProxySettings(
+            http=operator.http_proxy, https=operator.https_proxy, no_proxy=operator.no_proxy
+        )
+        return cls(proxy=proxy)
 
 
 class _Failed(Exception):

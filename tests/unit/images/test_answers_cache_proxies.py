@@ -2,7 +2,8 @@
 
 import pytest
 
-from sro.images import answers, cache, proxies
+from sro import settings
+from sro.images import answers, cache, client, proxies
 from sro.render import values
 
 pytestmark = pytest.mark.unit
@@ -119,3 +120,10 @@ def test_the_proxy_is_chosen_as_go_chooses_it(url: str, proxy: str | None) -> No
 def test_a_star_or_no_setting_means_direct() -> None:
     assert proxies.for_url("https://q.io/", values.ProxySettings(https="http://p", no_proxy="*")) is None
     assert proxies.for_url("https://q.io/", values.ProxySettings()) is None
+
+
+def test_the_operator_asks_registries_through_its_own_proxy_flags() -> None:
+    operator = settings.OperatorSettings(http_proxy="http://p", https_proxy="http://ps", no_proxy=".corp")
+    chosen = client.Settings.for_operator(operator).proxy
+    assert proxies.for_url("https://q.io/v2/", chosen) == "http://ps"
+    assert proxies.for_url("https://r.corp/v2/", chosen) is None
