@@ -1,11 +1,11 @@
 """The operator exactly as its Deployment runs it, with nothing but its service account's rights.
 
 The install is the Helm chart's, as an administrator runs it (``helm upgrade --install sro
-charts/sro -n sro-system``, the default values but no replicas: simulated nodes run no
-containers); test_chart_render.py proves its objects those of the kustomize tree in
-``manifests/``, so this proves both installs' RBAC sufficient. ``sro run`` gets the installed
-Deployment's own args and
-environment (read from the release's manifest, the downward-API namespace filled in), a
+charts/sro -n sro-system``, the default values but the image hack/image builds and no
+replicas: simulated nodes run no containers); test_chart_render.py proves its objects
+those of the kustomize tree in ``manifests/``, so this proves both installs' RBAC
+sufficient. ``sro run`` gets the installed Deployment's own args and environment (read
+from the release's manifest, the downward-API namespace filled in), a
 token from a TokenRequest for ``sro-system/sro`` with the cluster's CA laid out as in a
 pod (``/var/run/secrets/kubernetes.io/serviceaccount/``, in a private mount namespace so
 the machine is untouched), ``KUBERNETES_SERVICE_HOST``/``PORT`` and no kubeconfig. It then
@@ -50,6 +50,8 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "sro-system"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+LOCAL_IMAGE = ("localhost/sro", "dev")
+"""The image hack/image builds (its default SRO_IMAGE), as repository and tag."""
 
 
 def _install_chart_without_workload(cluster: cluster_mod.Cluster) -> dict[str, Any]:
@@ -61,11 +63,14 @@ def _install_chart_without_workload(cluster: cluster_mod.Cluster) -> dict[str, A
     chart.run(
         "helm", "upgrade", "--install", chart.RELEASE, str(chart.CHART), *helm,
         "--create-namespace", "--take-ownership", "--set", "replicaCount=0",
+        "--set", f"image.repository={LOCAL_IMAGE[0]}", "--set", f"image.tag={LOCAL_IMAGE[1]}",
         timeout=300,
     )  # fmt: skip
     cluster.kubectl("wait", "--for=condition=Established", "crd/specialresources.sro.dev", "--timeout=60s")
     manifest = chart.docs(chart.run("helm", "get", "manifest", chart.RELEASE, *helm))
     (deployment,) = [d for d in manifest if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == ":".join(LOCAL_IMAGE), container["image"]
     return deployment
 
 
