@@ -28,6 +28,13 @@ class ApiSettings:
     """Longest Retry-After honoured (429, 503): at least that long is waited before a retry."""
     pool_size: int = 100
     """Connections in the pool: every watch holds one for its whole life."""
+    qps: float = 200.0
+    """Requests per second the client sends at most, on average (0: no limit); watches aside
+    (``sro.kube.limiter``). A thousand-node convergence averages under 100."""
+    burst: int = 400
+    """Requests the client may send at once above ``qps`` after a quiet spell."""
+    max_in_flight: int = 64
+    """Requests (watches aside) awaiting their answer at once, across every reconcile."""
 
 
 @dataclass(frozen=True, kw_only=True)

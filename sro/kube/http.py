@@ -32,6 +32,7 @@ from sro import errors
 from sro import settings as settings_
 from sro.kube import config as kconfig
 from sro.kube import errors as kerrors
+from sro.kube import limiter
 from sro.watch import decode
 
 log = structlog.get_logger(__name__)
@@ -58,6 +59,8 @@ class ApiMetrics(Protocol):
 
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None: ...
 
+    def api_limited(self, *, verb: str, host: str, seconds: float) -> None: ...
+
 
 class _NoMetrics:
     def api_request(
@@ -66,6 +69,9 @@ class _NoMetrics:
         return None
 
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
+        return None
+
+    def api_limited(self, *, verb: str, host: str, seconds: float) -> None:
         return None
 
 
@@ -115,6 +121,9 @@ class Api:
         self._server_hostname: str | None = self._client.rest_client.server_hostname
         self.host = str(cfg.host).rstrip("/")
         self._host_label = urllib.parse.urlsplit(self.host).netloc  # rest_client_requests_total's host
+        self._limiter = limiter.RequestLimiter(
+            qps=settings.qps, burst=settings.burst, max_in_flight=settings.max_in_flight
+        )
 
     @classmethod
     async def connect(cls, settings: settings_.ApiSettings, *, metrics: ApiMetrics | None = None) -> Api:
@@ -273,22 +282,27 @@ class Api:
             total=None, sock_connect=self.settings.connect_timeout, sock_read=self.settings.request_timeout
         )
         verb = method.lower()
-        started = time.monotonic()
         try:
-            async with self._session.request(
-                method,
-                self.host + path,
-                params=params,
-                data=data,
-                headers=await self._headers(content_type, accept=accept),
-                timeout=timeout,
-                server_hostname=self._server_hostname,
-            ) as resp:
-                self._count(verb, method, path, resource=resource, code=str(resp.status), started=started)
-                if resp.status >= 400:
-                    raw = await resp.content.read(_ERROR_BODY_LIMIT)
-                    raise kerrors.from_response(resp.status, raw, retry_after=resp.headers.get("Retry-After"))
-                answer = await resp.read()
+            async with self._limiter.slot() as waited:
+                if waited > 0:
+                    self.metrics.api_limited(verb=method, host=self._host_label, seconds=waited)
+                started = time.monotonic()
+                async with self._session.request(
+                    method,
+                    self.host + path,
+                    params=params,
+                    data=data,
+                    headers=await self._headers(content_type, accept=accept),
+                    timeout=timeout,
+                    server_hostname=self._server_hostname,
+                ) as resp:
+                    self._count(verb, method, path, resource=resource, code=str(resp.status), started=started)
+                    if resp.status >= 400:
+                        raw = await resp.content.read(_ERROR_BODY_LIMIT)
+                        raise kerrors.from_response(
+                            resp.status, raw, retry_after=resp.headers.get("Retry-After")
+                        )
+                    answer = await resp.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
             self._count(verb, method, path, resource=resource, code="error", started=None)
             raise errors.TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc

@@ -187,6 +187,10 @@ class Metrics:
             seconds=seconds,
         )
 
+    def api_limited(self, *, verb: str, host: str, seconds: float) -> None:
+        """A request waited ``seconds`` for the client's own rate limit (``sro.kube.limiter``)."""
+        self.standard.rest_limited.labels(verb=verb, host=host).observe(seconds)
+
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
         self.api_throttled_total.labels(resource=resource, code=code).inc()
         self.api_throttled_seconds.labels(resource=resource).inc(seconds)

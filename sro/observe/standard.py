@@ -94,6 +94,13 @@ class StandardSeries:
             buckets=REST_BUCKETS,
             registry=r,
         )
+        self.rest_limited = Histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host",
+            ["verb", "host"],
+            buckets=REST_BUCKETS,
+            registry=r,
+        )
         c = ["controller"]
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
