@@ -2,14 +2,18 @@
 
 Covers the spellings (SemVer for image tag and chart, PEP 440 for the package) of a tagged
 commit, a commit past a tag, a pre-release, a changed tree and a repository with no tag;
-and the rewriting of Chart.yaml, values.yaml and kustomization.yaml, comments kept. The
-release itself (image, push, pull back) runs in hack/release --check.
+the rewriting of Chart.yaml, values.yaml and kustomization.yaml, comments kept; and
+``hack/release --bump`` on a copy of the tree. The release itself (image, push, pull back)
+runs in hack/release --check.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -79,3 +83,47 @@ def test_setting_the_kustomize_image_names_repository_tag_and_digest(tmp_path: P
     ]
     assert yaml.safe_load(text)["replacements"]  # the rest of the file is untouched
     assert text.startswith("# sro, installed with")
+
+
+def _tree(tmp_path: Path) -> Path:
+    """The files hack/release --bump reads and writes, copied."""
+    root = tmp_path / "tree"
+    for name in ("hack", "charts", "manifests"):
+        shutil.copytree(REPO / name, root / name)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    (root / "sro").mkdir()
+    shutil.copy(REPO / "sro" / "__init__.py", root / "sro" / "__init__.py")
+    return root
+
+
+def test_bump_writes_one_version_into_package_chart_and_kustomize_image(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    env = {**os.environ, "REGISTRY": "registry.example.com/accel"}
+    proc = subprocess.run(
+        [str(root / "hack" / "release"), "--bump", "1.4.0-rc.2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with (root / "pyproject.toml").open("rb") as f:
+        assert tomllib.load(f)["project"]["version"] == "1.4.0rc2"
+    assert '__version__ = "1.4.0rc2"' in (root / "sro" / "__init__.py").read_text()
+    meta = yaml.safe_load((root / "charts" / "sro" / "Chart.yaml").read_text())
+    assert (meta["version"], meta["appVersion"]) == ("1.4.0-rc.2", "1.4.0-rc.2")
+    image = yaml.safe_load((root / "charts" / "sro" / "values.yaml").read_text())["image"]
+    (entry,) = yaml.safe_load((root / "manifests" / "kustomization.yaml").read_text())["images"]
+    assert (image["repository"], image["tag"]) == ("registry.example.com/accel/sro", "1.4.0-rc.2")
+    assert entry == {"name": "sro", "newName": "registry.example.com/accel/sro", "newTag": "1.4.0-rc.2"}
+
+
+def test_bump_refuses_what_is_not_a_release_version(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    before = (root / "charts" / "sro" / "Chart.yaml").read_text()
+    proc = subprocess.run(
+        [str(root / "hack" / "release"), "--bump", "1.4"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    assert "not a release tag description" in proc.stderr and "Traceback" not in proc.stderr
+    assert (root / "charts" / "sro" / "Chart.yaml").read_text() == before
