@@ -88,8 +88,11 @@ def test_setting_the_kustomize_image_names_repository_tag_and_digest(tmp_path: P
 def _tree(tmp_path: Path) -> Path:
     """The files hack/release --bump reads and writes, copied."""
     root = tmp_path / "tree"
-    for name in ("hack", "charts", "manifests"):
+    for name in ("charts", "manifests"):
         shutil.copytree(REPO / name, root / name)
+    (root / "hack" / "lib").mkdir(parents=True)
+    for name in ("release", "lib/release.py", "lib/versions.env", "lib/image.sh"):
+        shutil.copy2(REPO / "hack" / name, root / "hack" / name)
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     (root / "sro").mkdir()
     shutil.copy(REPO / "sro" / "__init__.py", root / "sro" / "__init__.py")
