@@ -14,26 +14,24 @@ import importlib
 import inspect
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import sro
-from sro import errors
+from sro import cli_lint, errors
 from sro import settings as settings_
 from sro.cli_args import build_parser
-from sro.hooks import offline, pipeline
+from sro.hooks import offline_inputs, pipeline
 from sro.model import desired, inventory, recipe_policy, views
 from sro.model import specialresource as srmodel
-from sro.render import kinds, policy_file, printing, sources, values
+from sro.render import graph, kinds, policy_file, printing, values
 from sro.render import recipe as recipe_
 
 if TYPE_CHECKING:
     from sro.kube import discovery  # only --live talks to a cluster; imported there
 
 
-def _one_line(text: str) -> str:
-    """A problem as one line, whatever its message quotes (a value may hold line breaks)."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+_one_line = cli_lint.one_line
+_print_warning = cli_lint.print_warning
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,10 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = {
         "version": _version,
-        "lint": _lint,
+        "lint": cli_lint.run,
         "render": _render,
         "run": _run,
         "preflight": _preflight,
+        "status": _status,
+        "diff": _diff,
     }[args.command]
     try:
         return handler(args)
@@ -71,116 +71,65 @@ def _version(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- lint -------------------------------------------------------------------------------------
-
-
-def _print_warning(message: str, out: TextIO) -> None:
-    where, sep, rest = message.partition(": ")
-    print(f"{where}: warning: {rest}" if sep else f"warning: {message}", file=out)
-
-
-def _lint(args: argparse.Namespace) -> int:
-    failures: list[errors.RecipeError] = []
-    warnings: list[str] = []
-    recipe_dirs: list[Path] = []
-    srs: list[srmodel.SpecialResource] = []
-    for raw in args.paths:
-        path = Path(raw)
-        if path.is_dir():
-            recipe_dirs.append(path)
-        elif path.is_file() and path.suffix not in (".yaml", ".yml", ".json"):
-            warnings.append(f"{path}: neither a recipe directory nor a YAML file; skipped")
-        elif path.is_file():
-            found, problems = offline.read_specialresources(path)
-            srs.extend(found)
-            failures.extend(problems)
-        else:
-            why = "neither a directory nor a regular file" if path.exists() else "no such file or directory"
-            failures.append(errors.RecipeError(why, location=errors.Location(file=raw)))
-    policy = policy_file.load(args.recipe_policy)
-    linted = {d.name for d in recipe_dirs}
-    for directory in recipe_dirs:
-        users = [s for s in srs if s.spec.recipe == directory.name]
-        try:
-            files = recipe_.files_from_directory(directory, display=str(directory))
-        except errors.RecipeError as exc:
-            failures.append(exc)
-            continue
-        _, report = offline.load_and_check(
-            directory.name,
-            files,
-            source=recipe_.Source.DIRECTORY,
-            origin=str(directory).rstrip("/"),
-            srs=users,
-            policy=policy,
-        )
-        failures.extend(report.errors)
-        warnings.extend(report.warnings)
-    search = sources.default_search_path()
-    for sr in srs:
-        if sr.spec.recipe in linted:
-            continue
-        try:
-            path, source = search.locate(sr.spec.recipe)
-        except errors.RecipeError:
-            warnings.append(
-                f"{sr.name}: recipe {sr.spec.recipe!r} is not built in and not linted here; "
-                "only the SpecialResource was checked"
-            )
-            continue
-        _, report = offline.load_and_check(
-            path.name,
-            recipe_.files_from_directory(path),
-            source=source,
-            origin=str(path),
-            srs=[sr],
-            policy=policy,
-        )
-        failures.extend(report.errors)
-        warnings.extend(report.warnings)
-    for warning in warnings:
-        _print_warning(_one_line(warning), sys.stdout)
-    for error in failures:
-        print(_one_line(str(error)), file=sys.stdout)
-    return 1 if failures else 0
-
-
 # --- render -----------------------------------------------------------------------------------
 
 
 def _render(args: argparse.Namespace) -> int:
-    recipe = recipe_.load_directory(args.recipe, display=str(args.recipe).rstrip("/"))
-    found, problems = offline.read_specialresources(args.sr)
-    if problems:
-        raise problems[0]
-    if not found:
+    loaded = offline_inputs.load_recipe(args.recipe)
+    recipe = loaded.recipe
+    if args.graph:
+        sys.stdout.write(graph.mermaid(recipe))
+        return 0
+    if args.sr is None or not (args.nodes or args.live):
+        raise errors.UsageError("--sr and one of --nodes or --live are required (unless --graph)")
+    inputs = offline_inputs.read(args.sr, namespace=args.namespace)
+    if inputs.problems:
+        raise inputs.problems[0]
+    if not inputs.srs:
         raise errors.RecipeError(
             "no SpecialResource in the file", location=errors.Location(file=str(args.sr))
         )
-    sr = found[0]
+    sr = inputs.srs[0].sr
+    try:
+        result = _render_desired(args, sr, recipe)
+    except errors.RecipeError as exc:  # at the line of the file given, when it was a ConfigMap
+        raise loaded.relocate(offline_inputs.relocate_values(exc, {sr.name: inputs.srs[0]})) from None
+    refused = printing.refused_filter(result, states=args.state or (), node=args.node)
+    if refused:
+        print(f"sro render: {refused}", file=sys.stderr)
+        return 2
+    result = printing.select(result, states=args.state or (), node=args.node)
+    if args.output == "json":
+        sys.stdout.write(printing.format_json(result))
+    else:
+        sys.stdout.write(printing.format_desired(result, recipe=recipe))
+    for warning in result.warnings:
+        _print_warning(_one_line(warning), sys.stderr)
+    return 0
+
+
+def _render_desired(
+    args: argparse.Namespace, sr: srmodel.SpecialResource, recipe: recipe_.Recipe
+) -> desired.DesiredState:
+    """What ``sro run`` would apply for ``sr``: on the nodes of an inventory, with the built-in
+    kinds and those ``--api-versions`` declares, or on the live cluster's."""
     proxy = values.ProxySettings(http=args.http_proxy, https=args.https_proxy, no_proxy=args.no_proxy)
     operator = values.OperatorInfo(namespace=args.namespace, image="", version=sro.__version__)
     policy = policy_file.load(args.recipe_policy)
     if args.live:
-        result = _render_live(
-            sr, recipe, operator=operator, proxy=proxy, policy=policy, api=api_settings(args)
-        )
-    else:
-        text = recipe_.read_text(args.nodes, shown=str(args.nodes))
-        nodes = inventory.load(text, file=str(args.nodes))
-        env = pipeline.Environment(
-            cluster_version=args.cluster_version,
-            operator=operator,
-            proxy=proxy,
-            is_namespaced=kinds.builtin_is_namespaced,
-            is_served=kinds.builtin_is_served,
-            policy=policy,
-        )
-        result = pipeline.render_desired(sr, recipe, nodes, env=env)
-    sys.stdout.write(printing.format_desired(result, recipe=recipe))
-    for warning in result.warnings:
-        _print_warning(_one_line(warning), sys.stderr)
-    return 0
+        return _render_live(sr, recipe, operator=operator, proxy=proxy, policy=policy, api=api_settings(args))
+    declared = kinds.Declared.parse(args.api_versions or ())
+    text = recipe_.read_text(args.nodes, shown=str(args.nodes))
+    nodes = inventory.load(text, file=str(args.nodes))
+    env = pipeline.Environment(
+        cluster_version=args.cluster_version,
+        operator=operator,
+        proxy=proxy,
+        is_namespaced=declared.is_namespaced,
+        is_served=declared.is_served,
+        policy=policy,
+    )
+    return pipeline.render_desired(sr, recipe, nodes, env=env)
 
 
 def _render_live(
@@ -216,6 +165,30 @@ async def _read_cluster(
         listed = await api.request("GET", "/api/v1/nodes", resource="nodes")
     nodes = sorted((views.NodeView.from_body(b) for b in listed.get("items") or ()), key=lambda n: n.name)
     return nodes, facts
+
+
+# --- status, diff: read the live cluster (sro.report) -----------------------------------------
+
+
+def _status(args: argparse.Namespace) -> int:
+    from sro.report import status  # noqa: PLC0415 - only the live commands need the client
+
+    return asyncio.run(
+        status.run(
+            api_settings(args),
+            name=args.name,
+            output=args.output,
+            watch=args.watch,
+            interval=args.interval,
+            out=sys.stdout,
+        )
+    )
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from sro.report import diff  # noqa: PLC0415
+
+    return diff.main(args, api=api_settings(args), out=sys.stdout)
 
 
 def _preflight(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from sro.render import kinds
+
 DEFAULT_METRICS_ADDR = ":8080"
 """Every interface, port 8080: controller-runtime's metrics port, what a ServiceMonitor and
 the Deployment expect; reachable on a laptop too."""
@@ -205,6 +207,25 @@ def _policy_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _api_version(text: str) -> str:
+    try:
+        kinds.parse_api_version(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip()
+
+
+def _api_versions_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api-versions",
+        action="append",
+        type=_api_version,
+        metavar="GROUP/VERSION[/KIND]",
+        help="a group/version (every kind of it) or group/version/Kind the target cluster serves "
+        "beyond the built-in Kubernetes kinds, as helm template takes it; repeatable (offline only)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="sro", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -213,14 +234,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     lint = commands.add_parser("lint", help="check recipe directories and SpecialResource files offline")
     lint.add_argument(
-        "paths", nargs="+", metavar="PATH", help="a recipe directory, or a YAML file of SpecialResources"
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a recipe directory, or a YAML file of SpecialResources and recipe ConfigMaps",
     )
     _policy_flag(lint)
+    _api_versions_flag(lint)
+    lint.add_argument(
+        "--format",
+        default="text",
+        type=_one_of("text", "json", "github"),
+        help="text (file:line: message), json, or github (workflow commands that annotate a pull request)",
+    )
 
     render = commands.add_parser("render", help="print the objects a SpecialResource would get")
-    render.add_argument("--recipe", required=True, type=_existing, metavar="DIR", help="the recipe directory")
-    render.add_argument("--sr", required=True, type=_file, metavar="FILE", help="a SpecialResource YAML file")
-    where = render.add_mutually_exclusive_group(required=True)
+    render.add_argument(
+        "--recipe",
+        required=True,
+        type=_existing,
+        metavar="DIR|FILE",
+        help="the recipe directory, or a YAML file of its ConfigMap (labelled sro.dev/recipe)",
+    )
+    render.add_argument(
+        "--graph", action="store_true", help="print the recipe's state graph as a mermaid flowchart instead"
+    )
+    render.add_argument(
+        "--sr", type=_file, metavar="FILE", help="a SpecialResource YAML file (required unless --graph)"
+    )
+    where = render.add_mutually_exclusive_group()  # one of them is required unless --graph
     where.add_argument(
         "--nodes",
         type=_file,
@@ -240,6 +282,47 @@ def build_parser() -> argparse.ArgumentParser:
     _kube_flags(render)  # for --live
     _proxy_flags(render)
     _policy_flag(render)
+    _api_versions_flag(render)
+    render.add_argument(
+        "-o", "--output", default="yaml", type=_one_of("yaml", "json"),
+        help="yaml (commented, a header per state) or json (one kubectl List)",
+    )  # fmt: skip
+    render.add_argument(
+        "--state", action="append", metavar="NAME", help="only the objects of this state (repeatable)"
+    )
+    render.add_argument(
+        "--node", metavar="NAME", help="only what this node gets: its own, its kernel group's, shared ones"
+    )
+
+    status = commands.add_parser(
+        "status", help="each node of a SpecialResource, state by state, from the cluster (kubectl sro status)"
+    )
+    status.add_argument("name", nargs="?", metavar="NAME", help="a SpecialResource (default: every one)")
+    status.add_argument(
+        "-o", "--output", default="table", type=_one_of("table", "wide", "json"), help="table, wide or json"
+    )
+    status.add_argument("-w", "--watch", action="store_true", help="print again whenever something changed")
+    status.add_argument(
+        "--interval", default=2, type=_positive, metavar="SECONDS", help="seconds between reads with --watch"
+    )
+    _kube_flags(status)
+
+    diff = commands.add_parser(
+        "diff", help="what run would change on the cluster for a SpecialResource (exit 1 if anything)"
+    )
+    diff.add_argument(
+        "--sr", required=True, metavar="FILE|NAME", help="a SpecialResource YAML file, or the name of one"
+    )
+    diff.add_argument(
+        "--recipe",
+        type=_existing,
+        metavar="DIR",
+        help="the recipe directory (default: what run uses: a ConfigMap in --namespace, else built in)",
+    )
+    _flag(diff, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace (ConfigMap recipes)")
+    _kube_flags(diff)
+    _proxy_flags(diff)
+    _policy_flag(diff)
 
     preflight = commands.add_parser(
         "preflight",
