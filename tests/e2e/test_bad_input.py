@@ -3,7 +3,8 @@
 Covers acceptance test 7 with drop-in recipes the test writes into the operator's recipe
 directory: a YAML error, an undefined template value, an unknown ``sro.dev/`` annotation,
 a cycle in ``after``, a kind the cluster does not serve, a kind the recipe policy denies
-(a Node), a label reserved for the operator, a missing recipe, and an object
+(a Node), a label reserved for the operator, a missing recipe, a ``set`` key the
+recipe's ``values.schema.json`` does not allow (naming the key), and an object
 the API server refuses (found by the server-side dry-run before any write of its state).
 After each, a good SpecialResource on the same node still becomes Ready.
 """
@@ -135,4 +136,22 @@ async def test_a_missing_recipe_is_reported_and_nothing_is_written(
     missing = unique("no-such-recipe")
     name = made.sr(srs.manifest(unique("bad"), recipe=missing, node_selector={srs.GROUP_LABEL: group}))
     await _check(made, name, group, "RecipeNotFound", missing)
+    await _others_still_served(made, group, recipe_dir)
+
+
+SCHEMA = '{"type": "object", "additionalProperties": false, "properties": {"greeting": {"type": "string"}}}'
+
+
+async def test_a_set_that_breaks_the_recipe_s_values_schema_is_recipe_invalid_naming_the_key(
+    made: Made, recipe_dir: Callable[..., Path]
+) -> None:
+    group, _ = made.group("bad", [{"count": 1, "kernel": "5.15.0-105-generic",
+                                   "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    recipe = unique("schema")
+    recipe_dir(recipe, {**_files({}), "values.schema.json": SCHEMA})
+    typo = {"greetin": "hi"}
+    name = made.sr(srs.manifest(unique("bad"), recipe=recipe, node_selector={srs.GROUP_LABEL: group},
+                                set_values=typo))
+    await _check(made, name, group, "RecipeInvalid",
+                 f"values.schema.json: SpecialResource {name}: spec.set.greetin: unknown key")
     await _others_still_served(made, group, recipe_dir)
