@@ -3,7 +3,8 @@ declared kinds, output formats and filters.
 
 Covers: a ``set`` key the recipe's schema does not know and a wrong type, each at its line
 in the SpecialResource file; a ConfigMap recipe (linted and rendered by the operator's
-code) with a broken template, at the line of the YAML file; ``--api-versions`` (served
+code) with a broken template (in a block or a quoted scalar) or a misspelt ``recipe.yaml``
+key, at the line of the YAML file; ``--api-versions`` (served
 kinds for an offline check, refused when malformed); ``lint --format json|github``;
 ``render -o json``, ``--state`` and ``--node``. The operator's side of the schema is
 tests/e2e/test_bad_input.py.
@@ -219,3 +220,16 @@ def test_lint_formats_json_and_github(capsys: pytest.CaptureFixture[str], tmp_pa
         "::warning::plain",
         "::error file=a%2Cb.yaml,line=3,title=TemplateError::bad, very: bad%0A100%25",
     ]
+
+
+def test_a_configmap_recipe_s_recipe_yaml_and_a_quoted_template_are_at_the_file_s_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    misspelt = CONFIGMAP.replace("    nodeSelector:\n", "    nodeSelecter:\n")
+    path = _write(tmp_path, "cm.yaml", misspelt)
+    code, out, _ = run(capsys, "lint", path)
+    assert code == 1 and out.startswith(f"{path}:9: unknown key 'nodeSelecter'")
+    quoted = CONFIGMAP + '  state-config__other.yaml: "kind: {{ nope( }}"\n'
+    path = _write(tmp_path, "quoted.yaml", quoted)
+    code, out, _ = run(capsys, "lint", path)
+    assert code == 1 and out.startswith(f"{path}:24: template syntax error")
