@@ -91,8 +91,8 @@ def check(settings: settings_.ApiSettings) -> None:
         current = str(body.get("current-context") or "") if "current-context" in body else current
     context = settings.context or current
     if not context:
-        hint = f"pass --context (one of {_listed(contexts)})" if contexts else "and no context"
-        raise errors.UsageError(f"kubeconfig {path!r} has no current-context: {hint}")
+        hint = f": pass --context (one of {_listed(contexts)})" if contexts else " and no context"
+        raise errors.UsageError(f"kubeconfig {path!r} has no current-context{hint}")
     if context not in contexts:
         raise errors.UsageError(
             f"kubeconfig {path!r} has no context {context!r} (it has {_listed(contexts)})"

@@ -147,7 +147,17 @@ RENDER_LIVE = [
 ]
 
 
-@pytest.mark.parametrize("argv", [["run"], RENDER_LIVE], ids=["run", "render --live"])
+LIVE = {
+    "run": ["run"],
+    "render": RENDER_LIVE,
+    "status": ["status"],
+    "diff": ["diff", "--sr", "gpu"],
+    "preflight": ["preflight", "--kernel", "5.14.0", "--live"],
+}
+"""Each subcommand that reads the cluster, asked to (the others are given no kubeconfig flag)."""
+
+
+@pytest.mark.parametrize("argv", [LIVE[c] for c in sorted(LIVE) if c in _subcommands()], ids=" ".join)
 def test_kubeconfig_mistakes_are_one_line_saying_what(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
 ) -> None:
@@ -156,6 +166,10 @@ def test_kubeconfig_mistakes_are_one_line_saying_what(
     assert f"KUBECONFIG '{missing}' is not a readable file" in err
     err = _one_line_exit_2(capsys, [*argv, "--kubeconfig", str(missing)])
     assert "argument --kubeconfig" in err and "does not exist" in err
+    empty = tmp_path / "empty"
+    empty.write_text("apiVersion: v1\nkind: Config\n")
+    err = _one_line_exit_2(capsys, [*argv, "--kubeconfig", str(empty)])
+    assert err.endswith("has no current-context and no context\n"), err
     no_current = _kubeconfig(tmp_path / "no-current", current="")
     monkeypatch.setenv("KUBECONFIG", str(no_current))
     err = _one_line_exit_2(capsys, argv)
