@@ -10,7 +10,8 @@ One run, one cluster (in its own run directory), two measurements of the same wo
    kernel changes one node at a time (new per-kernel DaemonSet, node complete again).
 
 Prints a table, writes ``converge.json`` and ``converge.png`` (matplotlib) to ``--out``,
-and with ``--profile`` runs the operator under cProfile and prints its top entries. It
+and with ``--profile`` samples the operator with py-spy while it converges (every thread)
+and prints its top entries. It
 asserts nothing: the targets are for people to read beside the figures.
 """
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import pstats
 import shutil
 import subprocess
 import sys
@@ -128,13 +128,12 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
     figures: dict[str, Any] = {"revision": revision(), "nodes": args.nodes, "kernels": args.kernels}
     async with kube.Kube(server=state.server, run=run) as client:
         figures["floor"] = await floor(client, run, sr_file, within=args.timeout)
-        operator = converge_sro.Operator(
-            sro=SRO, kubeconfig=run.kubeconfig, log=out / "operator.log",
-            profile=out / "operator.prof" if args.profile else None,
-        )  # fmt: skip
+        operator = converge_sro.Operator(sro=SRO, kubeconfig=run.kubeconfig, log=out / "operator.log")
         operator.start()
         try:
             await operator.wait_ready()
+            if args.profile:
+                operator.profile(out / "operator.spy")
             before, cpu0 = operator.requests(), operator.cpu_seconds()
             started_wall = time.time()
             states = states_of(RECIPE)
@@ -142,6 +141,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 client, sr_body, states=states, total=args.nodes, within=args.timeout
             )
             ready_wall = time.time()
+            operator.profiled()
             during = converge_sro.diff(operator.requests(), before)
             cpu = operator.cpu_seconds() - cpu0
             writes = [
@@ -205,7 +205,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kernel-changes", type=int, default=10)
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", type=Path, default=REPO / ".run" / "bench-converge")
-    p.add_argument("--profile", action="store_true", help="run the operator under cProfile")
+    p.add_argument("--profile", action="store_true", help="sample the operator with py-spy while converging")
     p.add_argument("--keep", action="store_true", help="leave the cluster running")
     args = p.parse_args(argv)
     out = args.out.resolve()
@@ -233,8 +233,8 @@ def main(argv: list[str]) -> int:
         + (f" and {out / 'converge.png'}" if drawn else " (no matplotlib: no PNG)")
     )
     if args.profile:
-        print("\nprofile of sro run (top 25 by cumulative time):")
-        pstats.Stats(str(out / "operator.prof")).sort_stats("cumulative").print_stats(25)
+        print(f"\nprofile of sro run while converging ({out / 'operator.spy'}):")
+        print(converge_report.profile_top(out / "operator.spy", count=25))
     return 0
 
 

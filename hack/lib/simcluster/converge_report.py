@@ -8,7 +8,9 @@ comparable between runs.
 from __future__ import annotations
 
 import json
+import re
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -125,3 +127,30 @@ def kernel_figures(samples: Sequence[tuple[float, float]]) -> dict[str, Any]:
         "complete_p99": percentile(done, 99),
         "complete_mean": statistics.fmean(done) if done else float("nan"),
     }
+
+
+def profile_top(path: Path, *, count: int) -> str:
+    """The ``count`` functions with the most samples in a py-spy raw profile, inclusive
+    (anywhere on the stack, once per stack) and self (on top), as percentages of samples
+    in which the process was busy."""
+    inclusive: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        samples = int(n)
+        total += samples
+        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]
+        own[frames[-1]] += samples
+        for frame in set(frames):
+            inclusive[frame] += samples
+    if not total:
+        return "(no samples)"
+    ours = Counter({f: n for f, n in inclusive.items() if "(sro/" in f})
+    lines = [f"{total} samples; inclusive, sro's own functions:"]
+    lines += [f"  {100 * n / total:5.1f}%  {f[:110]}" for f, n in ours.most_common(count)]
+    lines.append("self:")
+    lines += [f"  {100 * n / total:5.1f}%  {f[:110]}" for f, n in own.most_common(count)]
+    return "\n".join(lines)

@@ -40,25 +40,21 @@ def _free_port() -> int:
 
 @dataclass
 class Operator:
-    """``sro run`` as a subprocess (optionally under cProfile), stopped by its pid."""
+    """``sro run`` as a subprocess, stopped by its pid; ``profile()`` samples it with
+    py-spy (every thread: renders and plans run on worker threads, which cProfile,
+    seeing only the thread that started it, would miss)."""
 
     sro: Path
     kubeconfig: Path
     log: Path
-    profile: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
     port: int = 0
+    spy: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         self.port = _free_port()
-        python = self.sro.parent / "python"
-        head = (
-            [str(python), "-m", "cProfile", "-o", str(self.profile), "-m", "sro"]
-            if self.profile
-            else [str(self.sro)]
-        )
         args = [
-            *head, "run", "--leader-elect", "false", "--log-format", "json",
+            str(self.sro), "run", "--leader-elect", "false", "--log-format", "json",
             "--health-probe-bind-address", f"127.0.0.1:{self.port}",
             "--metrics-bind-address", f"127.0.0.1:{self.port}",
         ]  # fmt: skip
@@ -107,7 +103,27 @@ class Operator:
                 return int(line.split()[1]) / 1024
         return 0.0
 
+    def profile(self, out: Path) -> None:
+        """Start sampling the operator (py-spy's raw folded stacks into ``out``, 100 Hz)."""
+        assert self.proc is not None
+        spy = self.sro.parent / "py-spy"
+        if not spy.exists():
+            raise RuntimeError(f"--profile needs py-spy ({spy}): pip install -e '.[bench]'")
+        cmd = [str(spy), "record", "--pid", str(self.proc.pid), "--format", "raw", "--rate", "100"]
+        self.spy = subprocess.Popen(
+            [*cmd, "--nonblocking", "--output", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def profiled(self) -> None:
+        """Stop sampling; py-spy writes its file when interrupted."""
+        if self.spy is not None and self.spy.poll() is None:
+            self.spy.send_signal(signal.SIGINT)
+            self.spy.wait(timeout=60)
+
     def stop(self) -> int:
+        self.profiled()
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
         self.proc.send_signal(signal.SIGTERM)
