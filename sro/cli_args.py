@@ -11,6 +11,7 @@ import argparse
 import ipaddress
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -188,10 +189,65 @@ def _kube_flags(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "--context", "SRO_CONTEXT", "", "the kubeconfig context (default: its current-context)")
 
 
+_PROXY_SCHEMES = frozenset({"http", "https", "socks5", "socks5h"})
+_NO_PROXY_ENTRY = re.compile(
+    r"\*|\.?[A-Za-z0-9*_-][A-Za-z0-9.*_-]*(:\d+)?"  # a host, a domain (.svc), an address
+    r"|[0-9A-Fa-f:.]+/\d{1,3}"  # a CIDR
+    r"|\[[0-9A-Fa-f:]+\](:\d+)?"  # an IPv6 address
+)
+
+
+def _proxy(text: str) -> str:
+    """Empty, or a proxy URL (``http://proxy:3128``; the scheme may be left out, as curl allows)."""
+    if not text:
+        return ""
+    parts = urllib.parse.urlsplit(text if "://" in text else f"http://{text}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (
+        parts.scheme not in _PROXY_SCHEMES
+        or not parts.hostname
+        or port == -1
+        or parts.path not in ("", "/")
+        or any(c.isspace() for c in text)
+    ):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a proxy URL (scheme://host:port)")
+    return text
+
+
+def _no_proxy(text: str) -> str:
+    """Empty, or a comma-separated list of hosts, domains (``.svc``), addresses and CIDRs."""
+    entries = [e.strip() for e in text.split(",")]
+    if text and not all(_NO_PROXY_ENTRY.fullmatch(e) for e in entries if e):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of hosts, domains or CIDRs")
+    return text
+
+
 def _proxy_flags(parser: argparse.ArgumentParser) -> None:
-    _flag(parser, "--http-proxy", "SRO_HTTP_PROXY", "", "HTTP proxy injected into proxy-annotated containers")
-    _flag(parser, "--https-proxy", "SRO_HTTPS_PROXY", "", "HTTPS proxy injected likewise")
-    _flag(parser, "--no-proxy", "SRO_NO_PROXY", "", "NO_PROXY list injected likewise")
+    _flag(
+        parser, "--http-proxy", "SRO_HTTP_PROXY", "", "HTTP proxy injected into proxy-annotated containers",
+        type=_proxy, metavar="URL",
+    )  # fmt: skip
+    _flag(
+        parser,
+        "--https-proxy",
+        "SRO_HTTPS_PROXY",
+        "",
+        "HTTPS proxy injected likewise",
+        type=_proxy,
+        metavar="URL",
+    )
+    _flag(
+        parser,
+        "--no-proxy",
+        "SRO_NO_PROXY",
+        "",
+        "NO_PROXY list injected likewise",
+        type=_no_proxy,
+        metavar="LIST",
+    )
 
 
 def _policy_flag(parser: argparse.ArgumentParser) -> None:
