@@ -171,11 +171,14 @@ async def _read_cluster(
 
 
 def _status(args: argparse.Namespace) -> int:
-    from sro.report import status  # noqa: PLC0415 - only the live commands need the client
+    from sro.kube import config as kubeconfig  # noqa: PLC0415 - only the live commands need the client
+    from sro.report import status  # noqa: PLC0415
 
+    settings = api_settings(args)
+    kubeconfig.check(settings)  # a missing kubeconfig or context: one line and exit 2, as for run
     return asyncio.run(
         status.run(
-            api_settings(args),
+            settings,
             name=args.name,
             output=args.output,
             watch=args.watch,
@@ -186,9 +189,12 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from sro.kube import config as kubeconfig  # noqa: PLC0415
     from sro.report import diff  # noqa: PLC0415
 
-    return diff.main(args, api=api_settings(args), out=sys.stdout)
+    settings = api_settings(args)
+    kubeconfig.check(settings)
+    return diff.main(args, api=settings, out=sys.stdout)
 
 
 def _preflight(args: argparse.Namespace) -> int:
