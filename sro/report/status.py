@@ -84,7 +84,7 @@ async def read(api: http.Api, *, name: str | None) -> list[table.Report]:
 
 
 def _render(reports: Sequence[table.Report], *, name: str | None, output: table.Output) -> str:
-    if not reports:
+    if not reports and output != "json":
         return "no SpecialResources\n"
     return table.format_reports(reports, output=output, single=name is not None)
 
