@@ -34,6 +34,10 @@ CONDITION_MESSAGE_MAX = 32768
 """``status.conditions[].message``."""
 RECIPE_NAME_MAX = 63
 """``status.recipe.name`` (and ``spec.recipe``): a DNS label."""
+UPGRADE_REVISION_MAX = 256
+"""``status.upgrade.revision``."""
+NODE_NAME_MAX = 253
+"""A node name in ``status.upgrade`` (``skipped[]``, ``failingNodes[].node``)."""
 
 PATHS = MappingProxyType(
     {
@@ -49,6 +53,12 @@ PATHS = MappingProxyType(
         "status.conditions.items.message.maxLength": CONDITION_MESSAGE_MAX,
         "status.recipe.name.maxLength": RECIPE_NAME_MAX,
         "spec.recipe.maxLength": RECIPE_NAME_MAX,
+        "status.upgrade.revision.maxLength": UPGRADE_REVISION_MAX,
+        "status.upgrade.skipped.maxItems": FAILING_NODES_MAX,
+        "status.upgrade.skipped.items.maxLength": NODE_NAME_MAX,
+        "status.upgrade.failingNodes.maxItems": FAILING_NODES_MAX,
+        "status.upgrade.failingNodes.items.node.maxLength": NODE_NAME_MAX,
+        "status.upgrade.failingNodes.items.reason.maxLength": FAILING_REASON_MAX,
     }
 )
 """Each bound by its place in the CRD's openAPIV3Schema (``items`` for an array's items)."""

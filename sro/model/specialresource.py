@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro import errors
-from sro.model import names, pod_security
+from sro.model import names, pod_security, upgrade_policy
 
 GROUP = "sro.dev"
 VERSION = "v1alpha1"
@@ -77,6 +77,7 @@ class Spec:
     taints: tuple[TaintSpec, ...] = ()
     priority_classes: tuple[PriorityClassSpec, ...] = ()
     pod_security: pod_security.Override = pod_security.NONE
+    upgrade_policy: upgrade_policy.UpgradePolicy = upgrade_policy.DEFAULT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,6 +170,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
         "taints",
         "priorityClasses",
         "podSecurity",
+        "upgradePolicy",
     }
     if unknown:
         p.add(f"unknown spec fields {sorted(unknown)}")
@@ -202,6 +204,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
     taints = _taints(spec.get("taints"), p)
     priorities = _priority_classes(spec.get("priorityClasses"), p)
     security = pod_security.parse(spec.get("podSecurity"), p.items)
+    upgrades = upgrade_policy.parse(spec.get("upgradePolicy"), p.items)
     if p.items:
         raise p.error()
     return SpecialResource(
@@ -221,6 +224,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
             taints=taints,
             priority_classes=priorities,
             pod_security=security,
+            upgrade_policy=upgrades,
         ),
         body=body,
     )

@@ -122,6 +122,15 @@ async def test_the_server_fills_in_the_defaults(cluster: Any, crd: dict[str, Any
     created = json.loads(out.stdout)
     assert created["spec"]["managementState"] == "Managed"
     assert created["spec"]["taints"][0]["effect"] == "NoSchedule"
+    policy = created["spec"]["upgradePolicy"]
+    assert (policy["maxUnavailable"], policy["maxParallel"], policy["maxFailedNodes"]) == ("25%", 1, 1)
+    assert policy["autoRollback"] is True
+    assert policy["drain"] == {
+        "enable": True,
+        "timeoutSeconds": 300,
+        "deleteEmptyDirData": False,
+        "force": False,
+    }
 
 
 async def test_a_valid_specialresource_with_every_field_is_accepted(
@@ -181,6 +190,17 @@ BAD = [
         "a NoExecute taint with an empty nodeSelector would taint every node",
         id="no-execute-everywhere",
     ),
+    pytest.param(
+        {"upgradePolicy": {"maxUnavailable": "0%"}},
+        "maxUnavailable must be a node count of at least 1 or a percentage",
+        id="max-unavailable-zero-percent",
+    ),
+    pytest.param(
+        {"upgradePolicy": {"maxUnavailable": 0}},
+        "maxUnavailable must be a node count of at least 1 or a percentage",
+        id="max-unavailable-zero",
+    ),
+    pytest.param({"upgradePolicy": {"maxParallel": 0}}, "maxParallel", id="max-parallel-zero"),
 ]
 
 
@@ -215,4 +235,6 @@ async def test_a_specialresource_without_spec_gets_an_empty_defaulted_one(
     del body["spec"]
     out = _dry_run(cluster, body)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["spec"] == {"managementState": "Managed"}
+    spec = json.loads(out.stdout)["spec"]
+    assert spec["managementState"] == "Managed"
+    assert set(spec) == {"managementState", "upgradePolicy"}  # every other field is optional
