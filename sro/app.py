@@ -252,6 +252,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 library=library,
                 settings=engine_config,
                 enqueue=lambda name: m.queue.add(handlers.QueueKey(name)),
+                flaps=lambda loss: m.metrics.node_label_flapped(loss.counts()),
             )
         with logs.bind_reconcile(key, sr=key):
             seconds = await engine.reconcile(key)

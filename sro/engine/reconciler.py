@@ -12,7 +12,8 @@ may be heavy, so they run off the event loop (``compute``).
 
 Level-triggered: every pass recomputes everything from the caches. The only memory kept
 between passes is bookkeeping whose loss on a restart costs a retry or a log fetch
-(failed-pod retries, fetched log tails, when a transient write failure began).
+(failed-pod retries, fetched log tails, when a transient write failure began), or
+restarts the grace period of a node held after losing its labels (``plan.node_loss``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, outcomes, planner, pod_security
+from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -54,6 +55,7 @@ class _Memory:
     summary: tuple[object, ...] = ()  # what peers saw of it last time (see _note_summary)
     sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
     rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
+    held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,14 +78,18 @@ class Engine:
         library: recipes.Recipes,
         settings: EngineSettings,
         enqueue: Callable[[str], None] = lambda _key: None,
+        flaps: Callable[[node_loss.Decision], None] = lambda _loss: None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        images: ports.Images | None = None,
     ) -> None:
+        self._images = images  # None: no registry is asked
         self._reader = reader
         self._writer = writer
         self._kinds = kinds
         self._library = library
         self._settings = settings
         self._enqueue = enqueue
+        self._flaps = flaps
         self._clock = clock
         self._status = status_writes.StatusWriter(writer, clock=clock)
         self._memory: dict[str, _Memory] = {}
@@ -171,14 +177,17 @@ class Engine:
         summaries = await self._peers(sr, recipe, all_nodes)
         self._note_summary(sr.name, summaries[0], memory)
         peers = inputs.peers(sr.name, summaries)
+        loss = node_loss.for_sr(sr, all_nodes, memory.held, recipe_selector=recipe.node_selector, now=now)
+        memory.held, nodes = loss.memory, loss.nodes
+        self._flaps(loss)
 
         # render
         try:
-            wanted = await self._render(
-                sr, recipe, all_nodes, keep_off=peers.conflict.excluded, memory=memory
-            )
+            wanted = await self._render(sr, recipe, nodes, keep_off=peers.conflict.excluded, memory=memory)
         except errors.RecipeError as exc:
             return await refuse(exc.reason, str(exc))
+        checked = None if self._images is None else await self._images.check(wanted)
+        wanted = wanted if checked is None else checked.state  # pinned by digest
         failures: list[outcomes.Failure] = []
         current = None if owner is None else namespace_.current_labels(self._reader, sr)
         security = pod_security.decide(wanted.objects, sr.spec.pod_security, current=current)
@@ -198,7 +207,7 @@ class Engine:
         seen = inputs.observe(
             sr,
             wanted=wanted,
-            nodes=all_nodes,
+            nodes=nodes,
             owned=owned,
             namespace_pods=self._reader.pods(sr.spec.namespace),
             previous=previous,
@@ -206,6 +215,7 @@ class Engine:
             logs=dict(memory.logs),
             retries=memory.retries,
             lagging=self._reader.lagging(inputs.watched_kinds(wanted.objects, owned)),
+            images={} if checked is None else checked.images,
         )
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
@@ -219,7 +229,7 @@ class Engine:
             self._writer,
             planned,
             sr=sr,
-            nodes=tuple(all_nodes),
+            nodes=nodes,
             live={v.ref: v for v in mine},
             foreign={v.ref: v for v in foreign},
             sent=memory.sent,
@@ -246,9 +256,9 @@ class Engine:
             sr.name,
             body,
             previous=previous,
-            status=done.status,
+            status=node_loss.with_held(done.status, loss.held),
             events_=done.events,
-            requeue_after=done.requeue_after,
+            requeue_after=loss.requeue(done.requeue_after, now=now),
         )
 
     # -- steps ----------------------------------------------------------------------

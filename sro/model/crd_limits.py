@@ -38,6 +38,12 @@ UPGRADE_REVISION_MAX = 256
 """``status.upgrade.revision``."""
 NODE_NAME_MAX = 253
 """A node name in ``status.upgrade`` (``skipped[]``, ``failingNodes[].node``)."""
+HELD_NODES_MAX = 100
+"""Rows of ``status.heldNodes``: the nodes held first to be let go."""
+HELD_LABELS_MAX = 64
+"""``status.heldNodes[].missingLabels``."""
+LABEL_KEY_MAX = 317
+"""A label key: a 253-character prefix, ``/`` and a 63-character name."""
 
 PATHS = MappingProxyType(
     {
@@ -59,6 +65,10 @@ PATHS = MappingProxyType(
         "status.upgrade.failingNodes.maxItems": FAILING_NODES_MAX,
         "status.upgrade.failingNodes.items.node.maxLength": NODE_NAME_MAX,
         "status.upgrade.failingNodes.items.reason.maxLength": FAILING_REASON_MAX,
+        "status.heldNodes.maxItems": HELD_NODES_MAX,
+        "status.heldNodes.items.node.maxLength": NODE_NAME_MAX,
+        "status.heldNodes.items.missingLabels.maxItems": HELD_LABELS_MAX,
+        "status.heldNodes.items.missingLabels.items.maxLength": LABEL_KEY_MAX,
     }
 )
 """Each bound by its place in the CRD's openAPIV3Schema (``items`` for an array's items)."""

@@ -34,6 +34,8 @@ CUT = "<sro: nested too deeply>"
 holding it was deeper than ``MAX_DEPTH`` as written, and is refused as such (never rendered
 with the marker in place of the user's value)."""
 PRIORITY_MAX = 1_000_000_000  # user-defined PriorityClass values must not exceed one billion
+NODE_LOSS_GRACE_DEFAULT = 300  # an nfd-master restart on a large cluster re-labels within minutes
+NODE_LOSS_GRACE_MAX = 86_400  # a day: longer would keep a node's stack after its hardware left
 
 
 class SpecialResourceInvalid(errors.RecipeInvalid):
@@ -74,6 +76,7 @@ class Spec:
     set: Mapping[str, Any]
     dependencies: tuple[str, ...] = ()
     management_state: ManagementState = ManagementState.MANAGED
+    node_loss_grace_seconds: int = NODE_LOSS_GRACE_DEFAULT
     taints: tuple[TaintSpec, ...] = ()
     priority_classes: tuple[PriorityClassSpec, ...] = ()
     pod_security: pod_security.Override = pod_security.NONE
@@ -167,6 +170,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
         "set",
         "dependencies",
         "managementState",
+        "nodeLossGracePeriodSeconds",
         "taints",
         "priorityClasses",
         "podSecurity",
@@ -201,6 +205,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
     except ValueError:
         p.add(f"spec.managementState {state_text!r} must be one of Managed, Unmanaged, Removed")
         management = ManagementState.MANAGED
+    grace = _grace(spec.get("nodeLossGracePeriodSeconds"), p)
     taints = _taints(spec.get("taints"), p)
     priorities = _priority_classes(spec.get("priorityClasses"), p)
     security = pod_security.parse(spec.get("podSecurity"), p.items)
@@ -221,6 +226,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
             set=MappingProxyType(dict(set_values)),
             dependencies=deps,
             management_state=management,
+            node_loss_grace_seconds=grace,
             taints=taints,
             priority_classes=priorities,
             pod_security=security,
@@ -228,6 +234,15 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
         ),
         body=body,
     )
+
+
+def _grace(raw: Any, p: _Problems) -> int:
+    if raw is None:
+        return NODE_LOSS_GRACE_DEFAULT
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= NODE_LOSS_GRACE_MAX:
+        p.add(f"spec.nodeLossGracePeriodSeconds {raw!r} must be an integer from 0 to {NODE_LOSS_GRACE_MAX}")
+        return NODE_LOSS_GRACE_DEFAULT
+    return raw
 
 
 def _depth(value: Any, level: int = 0) -> int:

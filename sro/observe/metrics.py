@@ -39,6 +39,7 @@ RELIST_REASONS = ("initial", "expired", "expired_again")
 PHASES = ("Pending", "Progressing", "Complete", "Failed")
 """The phases of a state on a node (``sro.model.progress.Phase``), each published per state."""
 REGISTRY_OUTCOMES = ("exists", "missing", "unauthorized", "unreachable", "invalid")  # sro.images.answers
+FLAP_OUTCOMES = ("seen", "absorbed", "released")  # sro.plan.node_loss.Decision
 REGISTRY_CACHE = ("hit", "miss", "joined")  # answered from the cache, asked, or joined a request in flight
 
 
@@ -116,6 +117,13 @@ class Metrics:
             ["outcome", "cache"],
             registry=r,
         )
+        self.node_label_flaps = Counter(
+            "sro_node_label_flaps",
+            "Selected nodes that lost their selection or kernel labels (seen), got them back "
+            "within spec.nodeLossGracePeriodSeconds (absorbed), or were let go when it ended (released)",
+            ["outcome"],
+            registry=r,
+        )
         self.sr_state_nodes = Gauge(
             "sro_specialresource_state_nodes",
             "Selected nodes on which a state of a SpecialResource is in this phase",
@@ -128,6 +136,8 @@ class Metrics:
         self._sr_states: dict[str, set[str]] = {}
         for result in RESULTS:
             self.reconcile_total.labels(result=result)
+        for flap in FLAP_OUTCOMES:
+            self.node_label_flaps.labels(outcome=flap)
         for outcome in REGISTRY_OUTCOMES:
             for cached in REGISTRY_CACHE:
                 self.registry_lookups.labels(outcome=outcome, cache=cached)
@@ -233,6 +243,12 @@ class Metrics:
 
     def registry_lookup(self, *, outcome: str, cache: str) -> None:
         self.registry_lookups.labels(outcome=outcome, cache=cache).inc()
+
+    def node_label_flapped(self, counts: Mapping[str, int]) -> None:
+        """Count one pass's label flaps, by outcome (``FLAP_OUTCOMES``)."""
+        for outcome, count in counts.items():
+            if count:
+                self.node_label_flaps.labels(outcome=outcome).inc(count)
 
     # -- SpecialResource status, published after each status write ----------------
 

@@ -24,13 +24,15 @@ decision, not a blink: it forgets the memory and is acted on at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from sro.model import selection, views
+from sro.model import crd_limits, selection, views
+from sro.model import specialresource as sr_model
 from sro.plan import inputs, lifecycle
+from sro.status import body
 
 GROUP_LABELS = (
     views.KERNEL_LABEL,
@@ -40,9 +42,6 @@ GROUP_LABELS = (
     views.OS_MINOR_LABEL,
 )
 """The kernel and OS labels a node's kernel group is read from: one that disappears is held."""
-
-HELD_LISTED = 100
-"""At most this many held nodes are listed in status (the CRD's maxItems); the rest are counted."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,11 +73,11 @@ class Held:
     until: datetime
     missing: tuple[str, ...]
 
-    def to_status(self) -> dict[str, object]:
+    def to_status(self) -> body.HeldNode:
         return {
             "node": self.node,
             "until": self.until.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "missingLabels": list(self.missing),
+            "missingLabels": list(self.missing[: crd_limits.HELD_LABELS_MAX]),
         }
 
 
@@ -100,6 +99,15 @@ class Decision:
         if not self.held:
             return None
         return max(0.0, min((h.until - now).total_seconds() for h in self.held))
+
+    def counts(self) -> dict[str, int]:
+        """The flaps of this pass by outcome (``sro_node_label_flaps_total``)."""
+        return {"seen": self.seen, "absorbed": self.absorbed, "released": self.released}
+
+    def requeue(self, after: float | None, *, now: datetime) -> float | None:
+        """The sooner of ``after`` (the pass's own requeue) and the first release."""
+        delays = [d for d in (after, self.due(now)) if d is not None]
+        return min(delays) if delays else None
 
 
 def decide(
@@ -156,9 +164,31 @@ def decide(
     )
 
 
-def status_rows(held: Iterable[Held]) -> list[dict[str, object]]:
-    """``status.heldNodes``: the first ``HELD_LISTED`` held nodes, soonest let go first."""
-    return [h.to_status() for h in list(held)[:HELD_LISTED]]
+def for_sr(
+    sr: sr_model.SpecialResource,
+    nodes: Iterable[views.NodeView],
+    memory: Memory,
+    *,
+    recipe_selector: Mapping[str, str],
+    now: datetime,
+) -> Decision:
+    """``decide`` for a SpecialResource: its effective selector and its grace period."""
+    return decide(
+        nodes,
+        memory,
+        sr_name=sr.name,
+        selector=selection.effective_selector(sr, recipe_default=recipe_selector),
+        grace=sr.spec.node_loss_grace_seconds,
+        now=now,
+    )
+
+
+def with_held(status: body.StatusBody, held: Sequence[Held]) -> body.StatusBody:
+    """``status`` with ``heldNodes``: the first held nodes the CRD allows, soonest let go
+    first (none: no field, so server-side apply drops it)."""
+    if not held:
+        return status
+    return {**status, "heldNodes": [h.to_status() for h in held[: crd_limits.HELD_NODES_MAX]]}
 
 
 def _missing(node: views.NodeView, before: Remembered, *, selector: Mapping[str, str]) -> tuple[str, ...]:

@@ -48,6 +48,14 @@ class KernelRow(TypedDict):
     nodes: int
 
 
+class HeldNode(TypedDict):
+    """One row of ``status.heldNodes``: a node kept as it was after losing labels."""
+
+    node: str
+    until: str
+    missingLabels: list[str]
+
+
 class RecipeSource(TypedDict):
     name: str
     source: str
@@ -69,4 +77,5 @@ class StatusBody(TypedDict, total=False):
     recipe: RecipeSource
     nodes: NodeTotals
     kernels: list[KernelRow]
+    heldNodes: list[HeldNode]
     states: list[StateRow]

@@ -133,7 +133,10 @@ def test_status_lists_held_nodes_soonest_first() -> None:
     memory = step([node("a"), node("b")], node_loss.Memory(), at=0).memory
     memory = step([node("a"), node("b", gpu=False)], memory, at=1).memory
     held = step([node("a", gpu=False), node("b", gpu=False)], memory, at=2)
-    assert node_loss.status_rows(held.held) == [
+    status = node_loss.with_held(
+        {"observedGeneration": 1, "state": "", "phase": "", "ready": "", "conditions": []}, held.held
+    )
+    assert status["heldNodes"] == [
         {"node": "b", "until": "2026-01-01T00:01:01Z", "missingLabels": [GPU]},
         {"node": "a", "until": "2026-01-01T00:01:02Z", "missingLabels": [GPU]},
     ]
