@@ -48,6 +48,9 @@ from sro.render import policy_file, sources, values
 from sro.render import recipe as recipe_
 from sro.report import status
 
+CONCURRENCY = 16
+"""Reads (and dry runs) in flight at once: a thousand per-node pods take seconds, not minutes,
+and the API server sees no more than a client-go default QPS burst."""
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
 
 
@@ -187,11 +190,16 @@ async def changes(
         out: list[Change] = []
         if sr.spec.namespace and not await _exists(reader, _namespace(sr)):
             out.append(Change(ref=_namespace(sr), before="", after=comparable(_namespace_body(sr))))
-        kinds = [*app.OWNED_KINDS]
         is_open = opening(wanted, nodes)
-        for obj in wanted.objects:
-            kinds.append((obj.ref.api_version, obj.ref.kind))
-            out.extend(await _change(reader, obj, sr, create=is_open(obj)))
+        gate = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(obj: desired.DesiredObject) -> list[Change]:
+            async with gate:
+                return await _change(reader, obj, sr, create=is_open(obj))
+
+        found = await asyncio.gather(*(one(obj) for obj in wanted.objects))  # in wanted's order
+        out.extend(change for changes in found for change in changes)
+        kinds = [*app.OWNED_KINDS, *((o.ref.api_version, o.ref.kind) for o in wanted.objects)]
         live = await _owned(api, known, sr, kinds)
         rendered = {obj.ref for obj in wanted.objects}
         out += [
