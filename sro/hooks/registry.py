@@ -2,7 +2,8 @@
 
 The order matters: the recipe policy sees what the recipe rendered, before anything
 else; the SpecialResource's own PriorityClasses join next; then copies are
-made (kernel groups, then nodes) so every later hook sees each copy; unserved optional
+made (kernel groups, then nodes) so every later hook sees each copy, and the driver
+DaemonSets among them get the ``OnDelete`` strategy sro's upgrade walk needs; unserved optional
 kinds are dropped before scope is looked up; placement comes after ownership so it sees
 final names and namespaces, and keep-off after placement, whose node affinity it extends;
 the wait flags come last.
@@ -21,6 +22,7 @@ from sro.hooks import (
     policy,
     priority_classes,
     proxy,
+    upgrade,
     wait,
     wait_for_logs,
 )
@@ -29,6 +31,7 @@ HOOKS: tuple[base.Hook, ...] = (
     base.Hook(name="policy", apply=policy.apply),
     base.Hook(name="priority-classes", apply=priority_classes.apply),
     base.Hook(name="kernel-affine", annotation=kernel_affine.ANNOTATION, apply=kernel_affine.apply),
+    base.Hook(name="upgrade", annotation=upgrade.ANNOTATION, apply=upgrade.apply),
     base.Hook(name="per-node", annotation=per_node.ANNOTATION, apply=per_node.apply),
     base.Hook(name="optional", annotation=optional.ANNOTATION, apply=optional.apply),
     base.Hook(name="ownership", apply=ownership.apply),
