@@ -12,6 +12,7 @@ Settings come from ``sro.cli`` (flags with environment fallbacks) as one frozen
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -23,7 +24,9 @@ import sro
 from sro import errors
 from sro import settings as settings_
 from sro.cache import projections
-from sro.engine import recipes, reconciler
+from sro.engine import image_checks, recipes, reconciler
+from sro.images import cache as image_cache
+from sro.images import client as image_client
 from sro.model import bodies, selection, views
 from sro.model import specialresource as sr_model
 from sro.observe import logs
@@ -218,6 +221,21 @@ def _publish_status(m: manager.Manager, name: str, engine: reconciler.Engine) ->
         )
 
 
+def _image_checks(settings: settings_.Settings, m: manager.Manager) -> image_checks.ImageChecks | None:
+    """The registry checks of ``--image-check-registries`` (None when it lists none), asked
+    through the operator's proxy flags, with the pull secrets read by the manager's client."""
+    op = settings.operator
+    if not op.image_check_registries:
+        return None
+    base = image_client.Settings.for_operator(op)
+    resolver = dataclasses.replace(base, cache=image_cache.Policy(missing_ttl=op.image_check_missing_ttl))
+    return image_checks.ImageChecks(
+        image_checks.Settings(registries=op.image_check_registries, resolver=resolver),
+        api=lambda: m.api,
+        metrics=m.metrics,
+    )
+
+
 def build(settings: settings_.Settings) -> manager.Manager:
     """A manager with the engine registered, ready to ``run``."""
     m = manager.Manager(settings)
@@ -240,6 +258,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
         m.watch_owned(api_version, kind)
     m.watch_nodes(_NodeKeys(m, library))
     kinds = _Kinds(m)
+    images = _image_checks(settings, m)
     engine: reconciler.Engine | None = None
 
     async def reconcile(key: handlers.QueueKey) -> result.Result:
@@ -252,6 +271,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 library=library,
                 settings=engine_config,
                 enqueue=lambda name: m.queue.add(handlers.QueueKey(name)),
+                images=images,
                 flaps=lambda loss: m.metrics.node_label_flapped(loss.counts()),
             )
         with logs.bind_reconcile(key, sr=key):

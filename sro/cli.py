@@ -268,6 +268,8 @@ def run_settings(args: argparse.Namespace) -> settings_.Settings:
             https_proxy=args.https_proxy,
             no_proxy=args.no_proxy,
             recipe_policy=args.recipe_policy,
+            image_check_registries=tuple(r for r in args.image_check_registries.split(",") if r),
+            image_check_missing_ttl=float(args.image_check_missing_ttl),
         ),
     )
 

@@ -217,6 +217,9 @@ def _proxy(text: str) -> str:
     return text
 
 
+_REGISTRY_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?")
+
+
 def _no_proxy(text: str) -> str:
     """Empty, or a comma-separated list of hosts, domains (``.svc``), addresses and CIDRs."""
     entries = [e.strip() for e in text.split(",")]
@@ -260,6 +263,36 @@ def _policy_flag(parser: argparse.ArgumentParser) -> None:
         "(docs/recipes.md); the same for lint, render and run",
         type=_optional_file,
         metavar="FILE",
+    )
+
+
+def _registries(text: str) -> str:
+    """Empty, ``*``, or a comma-separated list of registry hosts (with a port, if any)."""
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+    if any(e != "*" and not _REGISTRY_HOST.fullmatch(e) for e in entries):
+        raise argparse.ArgumentTypeError(f"{text!r} is not '*' or a comma-separated list of registry hosts")
+    return ",".join(entries)
+
+
+def _image_check_flags(parser: argparse.ArgumentParser) -> None:
+    _flag(
+        parser,
+        "--image-check-registries",
+        "SRO_IMAGE_CHECK_REGISTRIES",
+        "",
+        "registries (host[:port], comma-separated; * for every one) whose per-kernel images are "
+        "checked before a kernel group's DaemonSet is made, and pinned by digest (default: none)",
+        type=_registries,
+        metavar="LIST",
+    )
+    _flag(
+        parser,
+        "--image-check-missing-ttl",
+        "SRO_IMAGE_CHECK_MISSING_TTL",
+        "30",
+        "seconds a registry's 'missing' answer is kept: a pushed image is seen within this",
+        type=_positive,
+        metavar="SECONDS",
     )
 
 
@@ -536,4 +569,5 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
     _proxy_flags(run)
     _policy_flag(run)
+    _image_check_flags(run)
     return parser

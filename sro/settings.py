@@ -133,6 +133,12 @@ class OperatorSettings:
     no_proxy: str = ""
     recipe_policy: str = ""
     """A file of what recipes may create (``render.policy_file``); empty: the default policy."""
+    image_check_registries: tuple[str, ...] = ()
+    """Registries whose per-kernel images are checked (and pinned by digest) before use;
+    ``*`` for every registry. None by default: the operator may have no road to a
+    registry its nodes pull from, and a check that cannot be answered holds a group."""
+    image_check_missing_ttl: float = 30.0
+    """Seconds a "missing" answer is kept: a group waiting on a push proceeds within this."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,10 +12,13 @@ made must be seen to be refused, never adopted), and container logs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sro.cache import projections
 from sro.model import bodies, desired, views
+
+if TYPE_CHECKING:
+    from sro.engine import image_checks
 
 
 class Reader(Protocol):
@@ -81,6 +84,14 @@ class Writer(Protocol):
         self, *, namespace: str, name: str, container: str, tail_lines: int, limit_bytes: int
     ) -> str:
         """The last ``tail_lines`` lines of a container's log (at most ``limit_bytes``)."""
+        ...
+
+
+class Images(Protocol):
+    """The registry's word on a render's per-kernel images (``engine.image_checks``)."""
+
+    async def check(self, wanted: desired.DesiredState) -> image_checks.Checked:
+        """``wanted`` with checked images pinned by digest, and the answers per kernel group."""
         ...
 
 

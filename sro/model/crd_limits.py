@@ -30,6 +30,10 @@ KERNEL_MAX = 256
 """``status.kernels[].kernel``."""
 OS_MAX = 64
 """``status.kernels[].os``."""
+KERNEL_IMAGE_MAX = 512
+"""``status.kernels[].image``: the reference grammar's 255-character name plus tag or digest."""
+KERNEL_DIGEST_MAX = 128
+"""``status.kernels[].digest``: ``sha256:`` and 64 hex digits, with room to spare."""
 CONDITION_MESSAGE_MAX = 32768
 """``status.conditions[].message``."""
 RECIPE_NAME_MAX = 63
@@ -56,6 +60,8 @@ PATHS = MappingProxyType(
         "status.kernels.maxItems": KERNELS_MAX,
         "status.kernels.items.kernel.maxLength": KERNEL_MAX,
         "status.kernels.items.os.maxLength": OS_MAX,
+        "status.kernels.items.image.maxLength": KERNEL_IMAGE_MAX,
+        "status.kernels.items.digest.maxLength": KERNEL_DIGEST_MAX,
         "status.conditions.items.message.maxLength": CONDITION_MESSAGE_MAX,
         "status.recipe.name.maxLength": RECIPE_NAME_MAX,
         "spec.recipe.maxLength": RECIPE_NAME_MAX,

@@ -215,8 +215,10 @@ def observe(
     logs: Mapping[str, Mapping[str, str]] = MappingProxyType({}),
     retries: Mapping[desired.ObjectRef, observed_.Retry] = MappingProxyType({}),
     lagging: frozenset[tuple[str, str]] = frozenset(),
+    images: Mapping[str, tuple[observed_.ImageCheck, ...]] = MappingProxyType({}),
 ) -> observed_.Observed:
-    """The managed pass's ``Observed``, from what the caches hand out.
+    """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
+    what the registry said of each kernel group's images).
 
     The operand namespace is sro's but not the recipe's: the planner must not see it as an
     object no longer desired (teardown sees it and deletes it last).
@@ -239,6 +241,7 @@ def observe(
         taints=sr_taints(sr),
         recipe_source=recipe_source,
         lagging=lagging,
+        images=images,
     )
 
 

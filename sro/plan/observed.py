@@ -125,6 +125,30 @@ class Retry:
     reason: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImageCheck:
+    """What the registry said about one image of one kernel group, in one state.
+
+    ``outcome`` is ``exists``, ``missing``, ``invalid`` (not a reference: a recipe
+    problem, as missing as can be), ``unauthorized`` or ``unreachable``; ``digest`` is
+    set for ``exists``, ``detail`` (the registry's words) for the others."""
+
+    image: str
+    state: str
+    outcome: str
+    digest: str = ""
+    detail: str = ""
+
+    @property
+    def exists(self) -> bool:
+        return self.outcome == "exists"
+
+    @property
+    def missing(self) -> bool:
+        return self.outcome in ("missing", "invalid")
+
+
+_NO_IMAGES: Mapping[str, tuple[ImageCheck, ...]] = MappingProxyType({})
 _NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
 _NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
@@ -157,6 +181,9 @@ class Observed:
     lagging: frozenset[tuple[str, str]] = frozenset()
     """(apiVersion, kind) whose cache has not yet shown sro's own last write to that kind:
     irreversible steps that rest on them wait (``lifecycle.fresh_enough``)."""
+    images: Mapping[str, tuple[ImageCheck, ...]] = field(default_factory=lambda: _NO_IMAGES)
+    """Kernel group key -> what the registry said of each of its operand images
+    (``sro.plan.images`` decides what follows); empty when nothing was checked."""
 
     @cached_property
     def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:

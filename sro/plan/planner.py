@@ -57,7 +57,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, progress, times, views
-from sro.plan import lifecycle, node_patches
+from sro.plan import images, lifecycle, node_patches
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
 from sro.plan import walk as walk_
@@ -180,8 +180,9 @@ def log_poll(
 
 def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetime) -> Plan:
     """Plan one reconcile of a managed SpecialResource; see the module docstring."""
-    walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen))
-    stale = lifecycle.stale_objects(wanted, seen)
+    verdict = images.decide(wanted, seen)  # images a registry says are not there (if checked)
+    walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held)
+    stale = images.keep_last_good(lifecycle.stale_objects(wanted, seen), verdict)
     retry = lifecycle.retries(wanted, seen, walked, now=now)
     candidates = lifecycle.deletion_order(
         (
@@ -214,8 +215,11 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
         status = summary.status_no_nodes(
             previous, wanted=wanted, generation=seen.generation, recipe_source=seen.recipe_source, now=now
         )
-    to_apply, cut_objects = _bounded(_to_apply(wanted, seen, walked))
-    node_labels = lifecycle.node_changes(wanted, seen, walked)
+    status = images.status(status, wanted, seen, verdict, now=now)
+    to_apply, cut_objects = _bounded(images.withhold(_to_apply(wanted, seen, walked), verdict))
+    node_labels = images.node_changes(
+        lifecycle.node_changes(wanted, seen, walked), wanted, seen, walked, verdict
+    )
     if len(node_labels) > PASS_WRITES or cut_objects:
         delays.append(timedelta(0))  # more to write than one pass carries: go on at once
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}

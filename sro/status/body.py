@@ -10,7 +10,7 @@ readers of ``previous`` take ``Mapping[str, Any]`` and check each field they use
 
 from __future__ import annotations
 
-from typing import Required, TypedDict
+from typing import NotRequired, Required, TypedDict
 
 
 class ConditionBody(TypedDict):
@@ -46,6 +46,8 @@ class KernelRow(TypedDict):
     kernel: str
     os: str
     nodes: int
+    image: NotRequired[str]
+    digest: NotRequired[str]
 
 
 class HeldNode(TypedDict):

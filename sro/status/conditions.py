@@ -41,6 +41,8 @@ ERROR_REASONS = frozenset(
         "DependencyCycle",
         "ConflictingNodeSelector",
         "NamespaceInUse",
+        "ImageMissing",
+        "RegistryUnavailable",
     }
 )
 
