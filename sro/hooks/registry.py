@@ -18,6 +18,7 @@ from sro.hooks import (
     optional,
     ownership,
     per_node,
+    pin_digest,
     placement,
     policy,
     priority_classes,
@@ -38,6 +39,7 @@ HOOKS: tuple[base.Hook, ...] = (
     base.Hook(name="placement", apply=placement.apply),
     base.Hook(name="keep-off", apply=keep_off.apply),
     base.Hook(name="proxy", annotation=proxy.ANNOTATION, apply=proxy.apply),
+    base.Hook(name="pin-digest", annotation=pin_digest.ANNOTATION, apply=pin_digest.apply),
     base.Hook(name="wait", annotation=wait.ANNOTATION, apply=wait.apply),
     base.Hook(
         name="wait-for-logs",

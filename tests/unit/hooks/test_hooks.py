@@ -256,4 +256,6 @@ def test_unknown_keys_and_invalid_values_are_recipe_invalid(annotation: str, mes
 def test_every_registered_hook_with_an_annotation_is_unique() -> None:
     keys = [h.annotation for h in registry.HOOKS if h.annotation]
     assert len(keys) == len(set(keys))
-    assert set(keys) == {"kernel-affine", "upgrade", "per-node", "optional", "proxy", "wait", "wait-for-logs"}
+    assert set(keys) == {
+        "kernel-affine", "upgrade", "per-node", "optional", "proxy", "pin-digest", "wait", "wait-for-logs"
+    }
