@@ -84,8 +84,9 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
     _taint(made, foreign, FOREIGN_TAINT)
 
     selector = {srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"}
+    # No patience with lost labels: the node that leaves the selector below is let go at once.
     name = made.sr(srs.manifest(unique("part"), recipe="nvidia-gpu", node_selector=selector,
-                                extra_spec={"taints": [SRO_TAINT]}))
+                                extra_spec={"taints": [SRO_TAINT], "nodeLossGracePeriodSeconds": 0}))
     status = await srs.wait_ready(made.cluster, name, within=300)
     assert status["nodes"] == {"selected": 3, "complete": 3}
 
