@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import specialresources as srs
 from conftest import Made, unique
+from operator_process import Operator
 from support import waiting
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +50,15 @@ def _group_daemonsets(made: Made, name: str) -> dict[str, str]:
     }
 
 
+def _flaps(operator: Operator) -> dict[str, float]:
+    """``sro_node_label_flaps_total`` by outcome."""
+    return {
+        labels["outcome"]: value
+        for name, labels, value in operator.metrics()
+        if name == "sro_node_label_flaps_total"
+    }
+
+
 def _held(made: Made, name: str) -> list[dict[str, Any]]:
     return list(srs.status(made.cluster, name).get("heldNodes") or [])
 
@@ -70,7 +80,9 @@ def _marks(made: Made, group: str, name: str) -> dict[str, tuple[dict[str, str],
     return out
 
 
-async def test_a_label_flap_is_held_and_a_longer_loss_is_let_go_after_the_grace_period(made: Made) -> None:
+async def test_a_label_flap_is_held_and_a_longer_loss_is_let_go_after_the_grace_period(
+    made: Made, operator: Operator
+) -> None:
     group, nodes = made.group(
         "flap", [{"count": 2, "pci": ["10de"], **KEPT}, {"count": 2, "pci": ["10de"], **FLAPPING}]
     )
@@ -88,6 +100,7 @@ async def test_a_label_flap_is_held_and_a_longer_loss_is_let_go_after_the_grace_
     daemonsets = _group_daemonsets(made, name)
     assert set(daemonsets) == {KEPT["kernel"], FLAPPING["kernel"]}
     complete = f"{name}.sro.dev/complete"
+    flaps = _flaps(operator)
 
     # A flap: the label goes and comes back well within the period.
     lost_at = datetime.now(UTC)
@@ -111,6 +124,8 @@ async def test_a_label_flap_is_held_and_a_longer_loss_is_let_go_after_the_grace_
     assert not status.get("heldNodes")
     assert status["nodes"] == {"selected": 4, "complete": 4}
     assert _group_daemonsets(made, name) == daemonsets  # the group's DaemonSet was never deleted
+    counted = _flaps(operator)
+    assert counted["seen"] - flaps["seen"] >= 2 and counted["absorbed"] - flaps["absorbed"] >= 2, counted
 
     # A loss longer than the period: held while it lasts, then torn down.
     lost_at = datetime.now(UTC)
@@ -135,6 +150,7 @@ async def test_a_label_flap_is_held_and_a_longer_loss_is_let_go_after_the_grace_
     status = await waiting.wait_for(let_go, timeout=GRACE + 60, interval=0.5, message="the lost nodes let go")
     assert (datetime.now(UTC) - lost_at).total_seconds() >= GRACE - 1
     assert status["nodes"] == {"selected": 2, "complete": 2}
+    assert _flaps(operator)["released"] - flaps["released"] >= 2
     assert _group_daemonsets(made, name) == {KEPT["kernel"]: daemonsets[KEPT["kernel"]]}
     marks = _marks(made, group, name)
     assert all(marks[n][0].get(complete) == "true" and marks[n][1] for n in kept), marks
