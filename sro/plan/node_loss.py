@@ -140,7 +140,9 @@ def decide(
             if before is not None and before.lost_at is not None:
                 absorbed += 1
             if node.name in selected:
-                kept[node.name] = Remembered(labels=_relevant(node.labels, keys))
+                labels = _relevant(node.labels, keys)
+                same = before is not None and before.lost_at is None and before.labels == labels
+                kept[node.name] = before if same and before is not None else Remembered(labels=labels)
             out.append(node)
             continue
         assert before is not None
@@ -211,7 +213,7 @@ def _overlay(node: views.NodeView, remembered: Mapping[str, str]) -> views.NodeV
 
 
 def _relevant(labels: Mapping[str, str], keys: Iterable[str]) -> Mapping[str, str]:
-    return MappingProxyType({k: labels[k] for k in keys if k in labels})
+    return {k: labels[k] for k in keys if k in labels}
 
 
 def _marked(node: views.NodeView, *, sr_name: str, selector: Mapping[str, str], now: datetime) -> Remembered:
