@@ -15,6 +15,7 @@ is far shorter, and a bounded line bounds every search.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,8 +85,16 @@ class LogPattern:
         return None
 
     def matches(self, text: str) -> bool:
-        """Whether any line of ``text`` matches."""
-        return self.matching_line(text) is not None
+        """Whether any line of ``text`` matches (remembered: every pass asks again about
+        the same tails, up to 4 KiB each, of every pod still waiting for its line)."""
+        return _matches(self, text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _matches(pattern: LogPattern, text: str) -> bool:
+    # Keyed by the pattern (equal patterns are equal) and the tail, which the engine's
+    # memory of fetched tails already holds: the cache adds references, not copies.
+    return pattern.matching_line(text) is not None
 
 
 def compile_pattern(pattern: str) -> LogPattern:
