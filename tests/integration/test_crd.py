@@ -237,4 +237,5 @@ async def test_a_specialresource_without_spec_gets_an_empty_defaulted_one(
     assert out.returncode == 0, out.stderr
     spec = json.loads(out.stdout)["spec"]
     assert spec["managementState"] == "Managed"
-    assert set(spec) == {"managementState", "upgradePolicy"}  # every other field is optional
+    assert spec["nodeLossGracePeriodSeconds"] == 300
+    assert set(spec) == {"managementState", "nodeLossGracePeriodSeconds", "upgradePolicy"}  # others optional
