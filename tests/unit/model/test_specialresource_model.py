@@ -47,6 +47,7 @@ def test_every_spec_field_is_read() -> None:
             managementState="Removed",
             taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoExecute"}],
             priorityClasses=[{"name": "gpu-high", "value": 1000, "description": "first"}],
+            nodeLossGracePeriodSeconds=20,
         )
     )
     assert sr.spec.recipe == "gpu" and sr.spec.namespace == "gpu-operands"
@@ -56,6 +57,8 @@ def test_every_spec_field_is_read() -> None:
     assert sr.spec.management_state is srmodel.ManagementState.REMOVED
     assert sr.spec.taints == (srmodel.TaintSpec(key="nvidia.com/gpu", value="present", effect="NoExecute"),)
     assert sr.spec.priority_classes[0].value == 1000
+    assert sr.spec.node_loss_grace_seconds == 20
+    assert srmodel.parse(body()).spec.node_loss_grace_seconds == 300
 
 
 def test_a_taint_without_value_is_tolerated_by_existence() -> None:
@@ -85,6 +88,9 @@ def test_an_empty_node_selector_is_kept_as_given_not_replaced_by_the_default() -
         ("gpu", {"taints": [{"key": "bad key"}]}, "spec.taints[0].key"),
         ("gpu", {"priorityClasses": [{"name": "p", "value": 2_000_000_000}]}, "at most 1000000000"),
         ("gpu", {"set": ["not", "a", "map"]}, "spec.set must be a mapping"),
+        ("gpu", {"nodeLossGracePeriodSeconds": -1}, "nodeLossGracePeriodSeconds -1 must be an integer"),
+        ("gpu", {"nodeLossGracePeriodSeconds": 86_401}, "must be an integer from 0 to 86400"),
+        ("gpu", {"nodeLossGracePeriodSeconds": "300"}, "nodeLossGracePeriodSeconds '300'"),
         ("gpu", {"nodeSelectr": {}}, "unknown spec fields ['nodeSelectr']"),
     ],
 )
