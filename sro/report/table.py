@@ -119,6 +119,16 @@ def _waiting(states: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return found
 
 
+def _held(status: Mapping[str, Any]) -> dict[str, str]:
+    """node -> why it is held, from ``status.heldNodes`` (it lost labels; let go at ``until``)."""
+    return {
+        str(
+            h.get("node", "")
+        ): f"held until {h.get('until', '')}: lost {', '.join(h.get('missingLabels') or ())}"
+        for h in status.get("heldNodes") or ()
+    }
+
+
 def build(sr: Mapping[str, Any], nodes: Iterable[NodeMeta], *, selected: bool = False) -> Report:
     """The report of SpecialResource ``sr`` (its whole body) over ``nodes`` (any nodes:
     those sro has not walked for it are left out, unless ``selected`` says every one of
@@ -131,10 +141,12 @@ def build(sr: Mapping[str, Any], nodes: Iterable[NodeMeta], *, selected: bool = 
     failing = _failing(rows_in)
     failing_nodes = {node for _, node in failing}
     waiting = _waiting(rows_in)
+    held = _held(status)
     rows = []
     for node in sorted(nodes, key=lambda n: n.name):
         ours = annotation in node.annotations or any(k.startswith(prefix) for k in node.labels)
-        if not (ours or selected) and node.name not in failing_nodes and node.name not in waiting:
+        named = node.name in failing_nodes or node.name in waiting or node.name in held
+        if not (ours or selected or named):
             continue
         cells = []
         reasons = []
@@ -151,6 +163,8 @@ def build(sr: Mapping[str, Any], nodes: Iterable[NodeMeta], *, selected: bool = 
         complete = node.labels.get(prefix + lifecycle.COMPLETE) == lifecycle.COMPLETE_VALUE
         if not reasons and not complete and node.name in waiting:
             reasons.append(waiting[node.name])
+        if node.name in held:
+            reasons.append(held[node.name])
         rows.append(
             Row(
                 node=node.name,
@@ -183,6 +197,8 @@ def _summary(name: str, sr: Mapping[str, Any], status: Mapping[str, Any], rows: 
     upgrading = sum(1 for r in rows if r.upgrade)
     if upgrading:
         parts.append(f"{upgrading} upgrading")
+    if status.get("heldNodes"):
+        parts.append(f"{len(status['heldNodes'])} held")
     line = f"{name}: {status.get('state', '') or status.get('phase', '')} ({', '.join(parts)})"
     generation = int((sr.get("metadata") or {}).get("generation", 0) or 0)
     observed = int(status.get("observedGeneration", 0) or 0)

@@ -176,3 +176,13 @@ def test_nodes_listed_by_the_selector_have_rows_before_their_first_label() -> No
     assert [r.node for r in table.build(_sr(), [fresh]).rows] == []
     (row,) = table.build(_sr(), [fresh], selected=True).rows
     assert (row.node, row.kernel, row.complete) == ("c", "5.14", False)
+
+
+def test_a_held_node_says_until_when_and_what_it_lost_and_the_summary_counts_it() -> None:
+    held = [{"node": "d", "until": "2026-01-01T00:05:00Z", "missingLabels": ["feature.node.kubernetes.io/x"]}]
+    nodes = [_node("a", **{"state-driver": "ready"}), table.NodeMeta(name="d", labels={}, annotations={})]
+    report = table.build(_sr(rows=_rows(), heldNodes=held), nodes)
+    assert [r.node for r in report.rows] == ["a", "d"]
+    assert report.rows[1].reason == "held until 2026-01-01T00:05:00Z: lost feature.node.kubernetes.io/x"
+    assert "1 held" in report.summary
+    assert "held" not in table.build(_sr(rows=_rows()), nodes).summary
