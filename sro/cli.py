@@ -229,8 +229,10 @@ async def _await(awaitable: Any) -> Any:
 
 
 def api_settings(args: argparse.Namespace) -> settings_.ApiSettings:
-    """Where the API server is: ``--kubeconfig`` and ``--context`` (run, render --live)."""
-    return settings_.ApiSettings(kubeconfig=args.kubeconfig, context=args.context or None)
+    """Where the API server is: ``--kubeconfig`` and ``--context`` (run, render --live);
+    and for ``run``, how fast to send (``--kube-api-qps``, ``--kube-api-burst``)."""
+    limits = {"qps": args.kube_api_qps, "burst": args.kube_api_burst} if args.command == "run" else {}
+    return settings_.ApiSettings(kubeconfig=args.kubeconfig, context=args.context or None, **limits)
 
 
 def server_settings(args: argparse.Namespace) -> settings_.ServerSettings:

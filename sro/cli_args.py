@@ -118,6 +118,17 @@ def _positive(text: str) -> int:
     return number
 
 
+def _rate(text: str) -> float:
+    """Requests per second: a number, 0 or more (0: no limit)."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= number < 1e6:  # nan and inf fail too
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 (no limit) or a positive rate below 1e6")
+    return number
+
+
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
 
 
@@ -564,6 +575,22 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_WRITE_CONCURRENCY",
         "16",
         "writes one reconcile keeps in flight when they do not depend on each other",
+        type=_positive,
+    )
+    _flag(
+        run,
+        "--kube-api-qps",
+        "SRO_KUBE_API_QPS",
+        "200",
+        "requests per second to the API server, on average (0: no limit; watches aside)",
+        type=_rate,
+    )
+    _flag(
+        run,
+        "--kube-api-burst",
+        "SRO_KUBE_API_BURST",
+        "400",
+        "requests sent at once above --kube-api-qps after a quiet spell",
         type=_positive,
     )
     _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
