@@ -14,5 +14,5 @@ TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_no_two_test_modules_share_a_name() -> None:
-    names = Counter(p.name for p in TESTS.rglob("*.py") if p.name != "__init__.py" and p.name != "conftest.py")
+    names = Counter(p.name for p in TESTS.rglob("*.py") if p.name not in {"__init__.py", "conftest.py"})
     assert not {n for n, count in names.items() if count > 1}
