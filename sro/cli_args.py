@@ -8,15 +8,12 @@ value the same way whether it came from the command line or from the environment
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
-import re
-import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sro.render import kinds
+from sro import cli_types as types
 
 DEFAULT_METRICS_ADDR = ":8080"
 """Every interface, port 8080: controller-runtime's metrics port, what a ServiceMonitor and
@@ -73,8 +70,8 @@ def _flag(
 ) -> None:
     """A flag (the first name; the others are aliases) whose default comes from the first
     of ``env`` that is set. argparse passes a string default through ``type`` but never
-    checks it against ``choices``, so checked flags take a ``type`` (``_boolean``,
-    ``_one_of``, ``_positive``, ``bind_address`` ...): an environment value is refused
+    checks it against ``choices``, so checked flags take a ``type`` (``boolean``,
+    ``one_of``, ``positive``, ``bind_address`` ...): an environment value is refused
     exactly like the same value on the command line, with exit 2 and one line."""
     flags = (flag,) if isinstance(flag, str) else tuple(flag)
     envs = (env,) if isinstance(env, str) else tuple(env)
@@ -84,165 +81,21 @@ def _flag(
     parser.add_argument(*flags, default=_env(envs, default), help=f"{text} ({where})", **kw)
 
 
-_TRUE = frozenset({"true", "1", "yes", "on", "t", "y"})
-_FALSE = frozenset({"false", "0", "no", "off", "f", "n"})
-
-
-def _boolean(text: str) -> str:
-    """``true`` or ``false`` from any of the usual spellings, in any case; else an error."""
-    word = text.strip().lower()
-    if word in _TRUE:
-        return "true"
-    if word in _FALSE:
-        return "false"
-    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true/false, 1/0, yes/no, on/off)")
-
-
-def _one_of(*words: str) -> Any:
-    def pick(text: str) -> str:
-        word = text.strip().lower()
-        if word not in words:
-            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(words)}")
-        return word
-
-    return pick
-
-
-def _positive(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return number
-
-
-def _rate(text: str) -> float:
-    """Requests per second: a number, 0 or more (0: no limit)."""
-    try:
-        number = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= number < 1e6:  # nan and inf fail too
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 (no limit) or a positive rate below 1e6")
-    return number
-
-
-_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
-
-
-def bind_address(text: str) -> tuple[str, int] | None:
-    """``host:port``, ``:port`` (every interface) or ``[ipv6]:port`` as (host, port); ``0`` is
-    None (not served), as in controller-runtime."""
-    if text.strip() == "0":
-        return None
-    host, colon, port = text.strip().rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        valid = _ip(host)
-    else:
-        valid = not host or _ip(host) or bool(_HOST.fullmatch(host))
-    if not colon or not valid or not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not host:port, :port or 0")
-    return host, int(port)
-
-
-def _ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-
-def namespace(text: str) -> str:
-    """A namespace name (a DNS label), refused here rather than by the API server later."""
-    if not _DNS_LABEL.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name (a DNS label)")
-    return text
-
-
-def _optional_namespace(text: str) -> str:
-    return namespace(text) if text else ""
-
-
-def _file(text: str) -> Path:
-    """A file that exists (a missing one is a usage error, before anything is read)."""
-    if not Path(text).is_file():
-        why = "is not a regular file" if Path(text).exists() else "does not exist"
-        raise argparse.ArgumentTypeError(f"{text!r} {why}")
-    return Path(text)
-
-
-def _optional_file(text: str) -> str:
-    return str(_file(text)) if text else ""
-
-
-def _existing(text: str) -> Path:
-    """A file or a directory that exists."""
-    if not Path(text).exists():
-        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
-    return Path(text)
-
-
 def _kube_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig",
         default=None,
         metavar="FILE",
-        type=_named(_optional_file),
+        type=_named(types.optional_file),
         help="the kubeconfig (env KUBECONFIG; default: ~/.kube/config, or the service account in a pod)",
     )
     _flag(parser, "--context", "SRO_CONTEXT", "", "the kubeconfig context (default: its current-context)")
 
 
-_PROXY_SCHEMES = frozenset({"http", "https", "socks5", "socks5h"})
-_NO_PROXY_ENTRY = re.compile(
-    r"\*|\.?[A-Za-z0-9*_-][A-Za-z0-9.*_-]*(:\d+)?"  # a host, a domain (.svc), an address
-    r"|[0-9A-Fa-f:.]+/\d{1,3}"  # a CIDR
-    r"|\[[0-9A-Fa-f:]+\](:\d+)?"  # an IPv6 address
-)
-
-
-def _proxy(text: str) -> str:
-    """Empty, or a proxy URL (``http://proxy:3128``; the scheme may be left out, as curl allows)."""
-    if not text:
-        return ""
-    parts = urllib.parse.urlsplit(text if "://" in text else f"http://{text}")
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if (
-        parts.scheme not in _PROXY_SCHEMES
-        or not parts.hostname
-        or port == -1
-        or parts.path not in ("", "/")
-        or any(c.isspace() for c in text)
-    ):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a proxy URL (scheme://host:port)")
-    return text
-
-
-_REGISTRY_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?")
-
-
-def _no_proxy(text: str) -> str:
-    """Empty, or a comma-separated list of hosts, domains (``.svc``), addresses and CIDRs."""
-    entries = [e.strip() for e in text.split(",")]
-    if text and not all(_NO_PROXY_ENTRY.fullmatch(e) for e in entries if e):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of hosts, domains or CIDRs")
-    return text
-
-
 def _proxy_flags(parser: argparse.ArgumentParser) -> None:
     _flag(
         parser, "--http-proxy", "SRO_HTTP_PROXY", "", "HTTP proxy injected into proxy-annotated containers",
-        type=_proxy, metavar="URL",
+        type=types.proxy, metavar="URL",
     )  # fmt: skip
     _flag(
         parser,
@@ -250,7 +103,7 @@ def _proxy_flags(parser: argparse.ArgumentParser) -> None:
         "SRO_HTTPS_PROXY",
         "",
         "HTTPS proxy injected likewise",
-        type=_proxy,
+        type=types.proxy,
         metavar="URL",
     )
     _flag(
@@ -259,7 +112,7 @@ def _proxy_flags(parser: argparse.ArgumentParser) -> None:
         "SRO_NO_PROXY",
         "",
         "NO_PROXY list injected likewise",
-        type=_no_proxy,
+        type=types.no_proxy,
         metavar="LIST",
     )
 
@@ -272,17 +125,9 @@ def _policy_flag(parser: argparse.ArgumentParser) -> None:
         "",
         "a YAML file of what recipes may create beyond (or short of) the default policy "
         "(docs/recipes.md); the same for lint, render and run",
-        type=_optional_file,
+        type=types.optional_file,
         metavar="FILE",
     )
-
-
-def _registries(text: str) -> str:
-    """Empty, ``*``, or a comma-separated list of registry hosts (with a port, if any)."""
-    entries = [e.strip() for e in text.split(",") if e.strip()]
-    if any(e != "*" and not _REGISTRY_HOST.fullmatch(e) for e in entries):
-        raise argparse.ArgumentTypeError(f"{text!r} is not '*' or a comma-separated list of registry hosts")
-    return ",".join(entries)
 
 
 def _image_check_flags(parser: argparse.ArgumentParser) -> None:
@@ -293,7 +138,7 @@ def _image_check_flags(parser: argparse.ArgumentParser) -> None:
         "",
         "registries (host[:port], comma-separated; * for every one) whose per-kernel images are "
         "checked before a kernel group's DaemonSet is made, and pinned by digest (default: none)",
-        type=_registries,
+        type=types.registries,
         metavar="LIST",
     )
     _flag(
@@ -302,24 +147,16 @@ def _image_check_flags(parser: argparse.ArgumentParser) -> None:
         "SRO_IMAGE_CHECK_MISSING_TTL",
         "30",
         "seconds a registry's 'missing' answer is kept: a pushed image is seen within this",
-        type=_positive,
+        type=types.positive,
         metavar="SECONDS",
     )
-
-
-def _api_version(text: str) -> str:
-    try:
-        kinds.parse_api_version(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text.strip()
 
 
 def _api_versions_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-versions",
         action="append",
-        type=_api_version,
+        type=types.api_version,
         metavar="GROUP/VERSION[/KIND]",
         help="a group/version (every kind of it) or group/version/Kind the target cluster serves "
         "beyond the built-in Kubernetes kinds, as helm template takes it; repeatable (offline only)",
@@ -344,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument(
         "--format",
         default="text",
-        type=_one_of("text", "json", "github"),
+        type=types.one_of("text", "json", "github"),
         help="text (file:line: message), json, or github (workflow commands that annotate a pull request)",
     )
 
@@ -352,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--recipe",
         required=True,
-        type=_existing,
+        type=types.existing,
         metavar="DIR|FILE",
         help="the recipe directory, or a YAML file of its ConfigMap (labelled sro.dev/recipe)",
     )
@@ -360,12 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--graph", action="store_true", help="print the recipe's state graph as a mermaid flowchart instead"
     )
     render.add_argument(
-        "--sr", type=_file, metavar="FILE", help="a SpecialResource YAML file (required unless --graph)"
+        "--sr",
+        type=types.existing_file,
+        metavar="FILE",
+        help="a SpecialResource YAML file (required unless --graph)",
     )
     where = render.add_mutually_exclusive_group()  # one of them is required unless --graph
     where.add_argument(
         "--nodes",
-        type=_file,
+        type=types.existing_file,
         metavar="INVENTORY",
         help="a node inventory (hack/inventory format) or a file of Node objects",
     )
@@ -377,14 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(
         render, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace, for templates",
-        type=namespace,
+        type=types.namespace,
     )  # fmt: skip
     _kube_flags(render)  # for --live
     _proxy_flags(render)
     _policy_flag(render)
     _api_versions_flag(render)
     render.add_argument(
-        "-o", "--output", default="yaml", type=_one_of("yaml", "json"),
+        "-o", "--output", default="yaml", type=types.one_of("yaml", "json"),
         help="yaml (commented, a header per state) or json (one kubectl List)",
     )  # fmt: skip
     render.add_argument(
@@ -399,11 +239,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("name", nargs="?", metavar="NAME", help="a SpecialResource (default: every one)")
     status.add_argument(
-        "-o", "--output", default="table", type=_one_of("table", "wide", "json"), help="table, wide or json"
+        "-o",
+        "--output",
+        default="table",
+        type=types.one_of("table", "wide", "json"),
+        help="table, wide or json",
     )
     status.add_argument("-w", "--watch", action="store_true", help="print again whenever something changed")
     status.add_argument(
-        "--interval", default=2, type=_positive, metavar="SECONDS", help="seconds between reads with --watch"
+        "--interval",
+        default=2,
+        type=types.positive,
+        metavar="SECONDS",
+        help="seconds between reads with --watch",
     )
     _kube_flags(status)
 
@@ -415,11 +263,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument(
         "--recipe",
-        type=_existing,
+        type=types.existing,
         metavar="DIR",
         help="the recipe directory (default: what run uses: a ConfigMap in --namespace, else built in)",
     )
-    _flag(diff, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace (ConfigMap recipes)")
+    _flag(
+        diff,
+        "--namespace",
+        "SRO_NAMESPACE",
+        "sro-system",
+        "the operator's namespace (ConfigMap recipes)",
+    )
     _kube_flags(diff)
     _proxy_flags(diff)
     _policy_flag(diff)
@@ -486,10 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a registry spoken to over plain HTTP (repeatable; loopback registries always are)",
     )
     preflight.add_argument(
-        "--timeout", default=15, type=_positive, metavar="SECONDS", help="seconds per registry request"
+        "--timeout", default=15, type=types.positive, metavar="SECONDS", help="seconds per registry request"
     )
     preflight.add_argument(
-        "-o", "--output", default="table", type=_one_of("table", "json"), help="table or json"
+        "-o", "--output", default="table", type=types.one_of("table", "json"), help="table or json"
     )
     preflight.add_argument(
         "--cluster-version", default="1.36", help="Kubernetes version for templates (offline)"
@@ -514,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_NAMESPACE",
         "sro-system",
         "the operator's namespace (ConfigMap recipes, lease)",
-        type=namespace,
+        type=types.namespace,
     )
     _flag(
         run,
@@ -530,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
         DEFAULT_METRICS_ADDR,
         "host:port serving /metrics (:port for every interface, 0 for none; the same address "
         "as the probes shares their server)",
-        type=bind_address,
+        type=types.bind_address,
         metavar="ADDR",
     )
     _flag(
@@ -539,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("SRO_HEALTH_PROBE_BIND_ADDRESS", "SRO_HEALTH_ADDR"),
         DEFAULT_PROBE_ADDR,
         "host:port serving /healthz and /readyz (:port for every interface, 0 for none)",
-        type=bind_address,
+        type=types.bind_address,
         metavar="ADDR",
     )
     _kube_flags(run)
@@ -549,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_LEADER_ELECT",
         "true",
         "take a Lease so only one replica writes",
-        type=_boolean,
+        type=types.boolean,
         metavar="BOOL",
     )
     _flag(
@@ -558,24 +412,24 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_LEADER_ELECT_NAMESPACE",
         "",
         "namespace of the Lease (default: --namespace)",
-        type=_optional_namespace,
+        type=types.optional_namespace,
     )
     _flag(
         run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format: json, console or auto",
-        type=_one_of("json", "console", "auto"),
+        type=types.one_of("json", "console", "auto"),
     )  # fmt: skip
     _flag(
         run, "--log-level", "SRO_LOG_LEVEL", "info", "lowest level logged: debug, info, warning or error",
-        type=_one_of("debug", "info", "warning", "error"), metavar="LEVEL",
+        type=types.one_of("debug", "info", "warning", "error"), metavar="LEVEL",
     )  # fmt: skip
-    _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=_positive)
+    _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=types.positive)
     _flag(
         run,
         "--write-concurrency",
         "SRO_WRITE_CONCURRENCY",
         "16",
         "writes one reconcile keeps in flight when they do not depend on each other",
-        type=_positive,
+        type=types.positive,
     )
     _flag(
         run,
@@ -583,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_KUBE_API_QPS",
         "200",
         "requests per second to the API server, on average (0: no limit; watches aside)",
-        type=_rate,
+        type=types.rate,
     )
     _flag(
         run,
@@ -591,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
         "SRO_KUBE_API_BURST",
         "400",
         "requests sent at once above --kube-api-qps after a quiet spell",
-        type=_positive,
+        type=types.positive,
     )
     _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
     _proxy_flags(run)
