@@ -236,6 +236,38 @@ class Writer:
         log.debug("deleted", object=str(ref), propagation=propagation)
         return True
 
+    async def node_pods(self, node: str) -> list[dict[str, Any]]:
+        """Every pod bound to ``node``, in any namespace (a fresh list: drains need every pod,
+        not only those the caches keep)."""
+        params = {"fieldSelector": f"spec.nodeName={node}"}
+        answer = await self._api.request("GET", "/api/v1/pods", params=params, resource="pods")
+        return [p for p in answer.get("items") or () if isinstance(p, dict)]
+
+    async def evict(self, namespace: str, name: str) -> bool:
+        """Evict a pod through the Eviction API; False if it was already gone.
+
+        ``TooManyRequests`` when a PodDisruptionBudget forbids it now: sent once, never
+        retried here (the drain asks again on its next pass, within its timeout)."""
+        self._fenced(f"evict pod {namespace}/{name}")
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        try:
+            await self._api.request(
+                "POST",
+                f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
+                body=body,
+                resource="pods/eviction",
+                retry=False,
+                retry_throttled=False,
+                guard=self._guard(f"evict pod {namespace}/{name}"),
+            )
+        except errors.NotFound:
+            return False
+        return True
+
     async def pod_log(
         self, *, namespace: str, name: str, container: str, tail_lines: int, limit_bytes: int
     ) -> str:

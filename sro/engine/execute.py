@@ -10,7 +10,9 @@ phase after another:
 * deletions (stale objects, closed and failed pods: nothing applied in the same pass
   needs them gone first; a pod to re-create is created by a later pass, once its
   deletion shows in the cache);
-* log reads (reads only).
+* log reads (reads only);
+* drains of nodes a driver upgrade empties (``engine.drains``: evictions of other
+  workloads' pods, which nothing else in the pass touches).
 
 Each part keeps its own bound on requests in flight (``limit``). A part that must end
 the reconcile (``errors.NotLeader``) cancels the others and is raised as itself.
@@ -20,11 +22,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sro import errors
 from sro.cache import projections
-from sro.engine import node_writes, pod_logs, ports, writes
+from sro.engine import drains, node_writes, pod_logs, ports, writes
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import lifecycle, outcomes, planner
@@ -32,10 +34,12 @@ from sro.plan import lifecycle, outcomes, planner
 
 @dataclass(frozen=True, kw_only=True)
 class Executed:
-    """What carrying out a plan reported: every failure, and whether a log tail matched."""
+    """What carrying out a plan reported: every failure, whether a log tail matched, and
+    what each drained node still holds (``Observed.drains`` of the next pass)."""
 
     failures: tuple[outcomes.Failure, ...]
     logs_matched: bool
+    drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 async def execute(
@@ -83,6 +87,7 @@ async def execute(
                 writes.delete_objects(writer, planned.delete, sr_name=sr.name, limit=limit)
             )
             reading = group.create_task(pod_logs.fetch(writer, planned.logs_needed, logs, limit=limit))
+            draining = group.create_task(drains.drain(writer, planned.drains, limit=limit))
     except ExceptionGroup as failed:
         raise failed.exceptions[0] from None
     (applied, node_failures), deleted, logs_matched = first.result(), deleting.result(), reading.result()
@@ -91,4 +96,4 @@ async def execute(
         *deleted.failures,
         *(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
     )
-    return Executed(failures=failures, logs_matched=logs_matched)
+    return Executed(failures=failures, logs_matched=logs_matched, drained=draining.result())

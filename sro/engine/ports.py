@@ -80,6 +80,14 @@ class Writer(Protocol):
         """Create an Event; one that exists already (AlreadyExists: same name) counts as posted."""
         ...
 
+    async def node_pods(self, node: str) -> list[dict[str, Any]]:
+        """Every pod bound to ``node`` (a fresh list from the API server)."""
+        ...
+
+    async def evict(self, namespace: str, name: str) -> bool:
+        """Evict through the Eviction API; False if gone; ``TooManyRequests`` if a PDB says no."""
+        ...
+
     async def pod_log(
         self, *, namespace: str, name: str, container: str, tail_lines: int, limit_bytes: int
     ) -> str:

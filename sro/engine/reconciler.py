@@ -56,6 +56,7 @@ class _Memory:
     sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
     rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
     held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
+    drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # what drains left, by node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,6 +215,7 @@ class Engine:
             recipe_source=str(recipe.source),
             logs=dict(memory.logs),
             retries=memory.retries,
+            drains=memory.drained,
             lagging=self._reader.lagging(inputs.watched_kinds(wanted.objects, owned)),
             images={} if checked is None else checked.images,
         )
@@ -237,6 +239,7 @@ class Engine:
             lagging=seen.lagging,
             limit=self._settings.write_concurrency,
         )
+        memory.drained = executed.drained
         kept = {o.ref for o in wanted.objects}
         memory.sent = {ref: h for ref, h in memory.sent.items() if ref in kept}
         failures.extend(executed.failures)

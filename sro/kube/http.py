@@ -103,6 +103,10 @@ def _refused_unseen(exc: BaseException) -> bool:
     return isinstance(exc, errors.TooManyRequests)
 
 
+def _never(exc: BaseException) -> bool:
+    return False
+
+
 class Api:
     """One authenticated connection pool to the API server.
 
@@ -176,15 +180,18 @@ class Api:
         retry: bool = True,
         guard: Callable[[], None] | None = None,
         accept: str = JSON,
+        retry_throttled: bool = True,
     ) -> dict[str, Any]:
         """Send one request and return the JSON answer; typed errors for error answers.
 
         Transient failures are retried unless ``retry`` is false (a POST whose answer was
         lost may have been carried out: retrying it would do it twice); a 429 is retried
-        either way, after the server's Retry-After. ``guard`` is called immediately before
-        every attempt and may raise to stop (a write fenced by the lease: a retry that
-        comes after a long Retry-After must not go out once the lease is gone). ``accept``
-        asks for another JSON form of the answer (``METADATA_LIST``: metadata only).
+        either way, after the server's Retry-After, unless ``retry_throttled`` is false too
+        (an eviction a PodDisruptionBudget refuses is a 429 that is an answer, not a load
+        signal). ``guard`` is called immediately before every attempt and may raise to stop
+        (a write fenced by the lease: a retry that comes after a long Retry-After must not
+        go out once the lease is gone). ``accept`` asks for another JSON form of the answer
+        (``METADATA_LIST``: metadata only).
         """
 
         async def send() -> bytes:
@@ -205,7 +212,7 @@ class Api:
             what=f"{method} {path}",
             resource=resource,
             attempts=self.settings.retries,
-            retry_on=_retryable if retry else _refused_unseen,
+            retry_on=_retryable if retry else _refused_unseen if retry_throttled else _never,
         )
         if not answer:
             return {}

@@ -216,6 +216,7 @@ def observe(
     retries: Mapping[desired.ObjectRef, observed_.Retry] = MappingProxyType({}),
     lagging: frozenset[tuple[str, str]] = frozenset(),
     images: Mapping[str, tuple[observed_.ImageCheck, ...]] = MappingProxyType({}),
+    drains: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
     what the registry said of each kernel group's images).
@@ -242,6 +243,8 @@ def observe(
         recipe_source=recipe_source,
         lagging=lagging,
         images=images,
+        upgrade_policy=sr.spec.upgrade_policy,
+        drains=drains,
     )
 
 

@@ -34,6 +34,7 @@ from sro.plan import node_patches, readiness
 from sro.plan import observed as observed_
 
 COMPLETE = "complete"
+UPGRADE = "upgrade"
 READY_VALUE = "ready"
 COMPLETE_VALUE = "true"
 ON_DELETE = "OnDelete"
@@ -140,13 +141,14 @@ def node_changes(
     prefix, annotation = label_prefix(sr), kernel_annotation(sr)
     keys = {s: state_label(sr, s) for s in walked.order}
     done = complete_label(sr)
+    upgrading = label_prefix(sr) + UPGRADE  # the upgrade walk's own (``sro.plan.upgrade``)
     changes: list[node_patches.NodeChange] = []
     for name in wanted.nodes:
         node = seen.nodes.get(name) or views.NodeView(name=name)
         want = {keys[s]: READY_VALUE for s in walked.complete_states(name)}
         if len(want) == len(keys):
             want[done] = COMPLETE_VALUE
-        mine = [k for k in node.labels if k.startswith(prefix)]
+        mine = [k for k in node.labels if k.startswith(prefix) and k != upgrading]
         labels = _diff(node.labels, want, owned=mine)
         group = wanted.kernel_groups.get(name)
         # The kernel group the labels were earned on: written with the first label (a node
@@ -263,44 +265,6 @@ def closed_pods(
         reason = f"{obj.state} is not open on {obj.node}: its pod runs again when it opens"
         deletions.append(Deletion(ref=walked.ref(obj), uid=pod.uid, reason=reason))
     return tuple(deletions)
-
-
-def outdated_pods(seen: observed_.Observed) -> tuple[Deletion, ...]:
-    """Pods of owned ``OnDelete`` DaemonSets made from an older pod template.
-
-    A DaemonSet with the ``OnDelete`` strategy (how driver DaemonSets avoid unloading a
-    driver on every edit) never replaces its pods by itself, and readiness only counts
-    pods of the current template: after a template change (a recipe edit, ``set``, or
-    putting back a drifted field) the old pods are deleted so the node runs the new one
-    and walks the states after it again. Any other strategy is the DaemonSet
-    controller's to carry out: sro never replaces those pods itself.
-
-    Only a pod of an *older* generation than the cached DaemonSet is replaced. A pod of a
-    newer one means the DaemonSet's cache lags behind the Pods' (another watch stream,
-    after a restart or a backoff): nothing is decided on that, so a fresh pod is never
-    deleted for a change the cache has not shown yet. The planner also holds the
-    deletion while the Pod or DaemonSet cache lags behind sro's own writes
-    (``fresh_enough``), and the uid precondition makes a second deletion of the same pod
-    for one change impossible.
-    """
-    by_uid = {
-        live.uid: live
-        for live in seen.objects.values()
-        if live.ref.kind == "DaemonSet" and live.uid and live.update_strategy == ON_DELETE
-    }
-    out = []
-    for pod in seen.pods:
-        live = by_uid.get(pod.owner_uid) if pod.owner_kind == "DaemonSet" else None
-        if live is None or pod.deleting or live.deleting or not pod.template_generation.isdigit():
-            continue
-        if int(pod.template_generation) < live.template_generation:
-            ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name)
-            reason = (
-                f"made from template generation {pod.template_generation} of {live.ref}, "
-                f"now {live.template_generation}"
-            )
-            out.append(Deletion(ref=ref, uid=pod.uid, reason=reason))
-    return tuple(out)
 
 
 def fresh_enough(deletion: Deletion, seen: observed_.Observed) -> bool:

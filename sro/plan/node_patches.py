@@ -12,6 +12,9 @@ SpecialResource's taints. Both kinds of write are built so they cannot clobber a
   taint that was already there before sro wanted it (an administrator's) is never
   recorded, so it is never removed.
 
+A cordon or uncordon (``NodeChange.unschedulable``, for driver upgrades) carries the
+node's ``resourceVersion`` too, for the same reason as taints.
+
 ``sro.engine.node_writes`` sends what these build.
 """
 
@@ -38,6 +41,9 @@ class NodeChange:
     labels: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
     annotations: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
     taints: tuple[views.Taint, ...] | None = None
+    unschedulable: bool | None = None
+    """Cordon (True) or uncordon (False) the node, guarded by its resourceVersion (an
+    administrator's cordon made meanwhile is a 409, not overwritten); None: leave it."""
 
     def patch(self) -> dict[str, Any]:
         """The JSON merge patch for the labels and annotations (taints: ``node_patches``)."""
@@ -128,6 +134,10 @@ def for_change(node: views.NodeView, change: NodeChange, *, sr_name: str) -> dic
         patch["metadata"]["labels"] = labels
     if annotations:
         patch["metadata"].setdefault("annotations", {}).update(annotations)
+    if change.unschedulable is not None and node.unschedulable != change.unschedulable:
+        patch.setdefault("spec", {})["unschedulable"] = change.unschedulable
+        if node.resource_version:
+            patch["metadata"]["resourceVersion"] = node.resource_version
     if not patch["metadata"] and "spec" not in patch:
         return None
     return patch

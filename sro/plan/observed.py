@@ -22,7 +22,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import desired, views
+from sro.model import desired, upgrade_policy, views
 
 # The annotation the API server keeps on apps/v1 DaemonSets: the generation of the pod
 # template. DaemonSet pods carry it as their ``pod-template-generation`` label. It equals
@@ -149,6 +149,7 @@ class ImageCheck:
 
 
 _NO_IMAGES: Mapping[str, tuple[ImageCheck, ...]] = MappingProxyType({})
+_NO_DRAINS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 _NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
 _NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
@@ -181,6 +182,11 @@ class Observed:
     lagging: frozenset[tuple[str, str]] = frozenset()
     """(apiVersion, kind) whose cache has not yet shown sro's own last write to that kind:
     irreversible steps that rest on them wait (``lifecycle.fresh_enough``)."""
+    upgrade_policy: upgrade_policy.UpgradePolicy = upgrade_policy.DEFAULT
+    """The SpecialResource's ``spec.upgradePolicy`` (``sro.plan.upgrade``)."""
+    drains: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NO_DRAINS)
+    """Node -> the pods the engine's last drain of it left (``"<ns>/<pod>: why"``), for
+    nodes the previous plan drained: engine memory, like ``logs``."""
     images: Mapping[str, tuple[ImageCheck, ...]] = field(default_factory=lambda: _NO_IMAGES)
     """Kernel group key -> what the registry said of each of its operand images
     (``sro.plan.images`` decides what follows); empty when nothing was checked."""

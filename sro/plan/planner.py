@@ -17,8 +17,8 @@ here does I/O or reads a clock.
                objects a pass (and as many ``node_labels``), the next pass at once;
   ``delete``   ``lifecycle.Deletion``s: owned objects no longer desired, per-node pods of
                states not open on their node (they re-run when it reopens), failed pods
-               whose backoff has passed, DaemonSet pods of an older pod template
-               (``lifecycle.outdated_pods``) — workloads first;
+               whose backoff has passed, driver pods of an older pod template on the
+               nodes whose upgrade reached ``replacing`` (``upgrade``) — workloads first;
   ``node_labels`` ``node_patches.NodeChange``s: state labels, the ``complete`` label, the
                kernel-group annotation and taints, for selected and departed nodes;
   ``opening``  the states ``apply`` writes to for the first time (none of their objects
@@ -27,6 +27,8 @@ here does I/O or reads a clock.
                refused blocks these too (the engine leaves them unwritten, and
                ``lifecycle.held_back`` keeps their ready labels off);
   ``logs_needed`` pods whose log tails the engine must fetch into ``Observed.logs``;
+  ``drains``   nodes whose upgrade is draining them (``upgrade.DrainRequest``): the engine
+               evicts their pods and hands what is left back in ``Observed.drains``;
   ``requeue_after`` seconds until something time-based is due (a retry, a log poll, a
                recipe recheck), or ``None``: watches wake the engine for everything else;
   ``status``   the whole status body; ``events`` transition Events;
@@ -60,6 +62,7 @@ from sro.model import desired, progress, times, views
 from sro.plan import images, lifecycle, node_patches
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
+from sro.plan import upgrade as upgrade_
 from sro.plan import walk as walk_
 from sro.status import events, summary
 from sro.status.body import StatusBody
@@ -101,6 +104,7 @@ class Plan:
     status: StatusBody
     events: tuple[events.Event, ...] = ()
     logs_needed: tuple[progress.LogRequest, ...] = ()
+    drains: tuple[upgrade_.DrainRequest, ...] = ()
     requeue_after: float | None = None
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
     blocks: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
@@ -181,7 +185,11 @@ def log_poll(
 def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetime) -> Plan:
     """Plan one reconcile of a managed SpecialResource; see the module docstring."""
     verdict = images.decide(wanted, seen)  # images a registry says are not there (if checked)
-    walked = walk_.walk(wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held)
+    upgrading = upgrade_.replacing(wanted.sr_name, seen.nodes)
+    walked = walk_.walk(
+        wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
+    )
+    rollout = upgrade_.plan(wanted, seen, walked, now=now)
     stale = images.keep_last_good(lifecycle.stale_objects(wanted, seen), verdict)
     retry = lifecycle.retries(wanted, seen, walked, now=now)
     candidates = lifecycle.deletion_order(
@@ -189,14 +197,19 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
             *stale,
             *lifecycle.closed_pods(wanted, seen, walked),
             *retry.delete,
-            *lifecycle.outdated_pods(seen),
+            *rollout.delete,
         )
     )
     delete = tuple(d for d in candidates if lifecycle.fresh_enough(d, seen))
     held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
     delays = [
         d
-        for d in (retry.wake_in, log_poll(walked.logs_needed, seen.pods, now=now), CATCH_UP if held else None)
+        for d in (
+            retry.wake_in,
+            log_poll(walked.logs_needed, seen.pods, now=now),
+            CATCH_UP if held else None,
+            rollout.wake_in,
+        )
         if d is not None
     ]
     if seen.recipe_source == "directory":
@@ -217,9 +230,11 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
         )
     status = images.status(status, wanted, seen, verdict, now=now)
     to_apply, cut_objects = _bounded(images.withhold(_to_apply(wanted, seen, walked), verdict))
-    node_labels = images.node_changes(
-        lifecycle.node_changes(wanted, seen, walked), wanted, seen, walked, verdict
+    node_labels = upgrade_.merge(
+        images.node_changes(lifecycle.node_changes(wanted, seen, walked), wanted, seen, walked, verdict),
+        rollout.node_changes,
     )
+    status = upgrade_.with_status(status, rollout, previous=previous, generation=seen.generation, now=now)
     if len(node_labels) > PASS_WRITES or cut_objects:
         delays.append(timedelta(0))  # more to write than one pass carries: go on at once
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}
@@ -232,8 +247,10 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
         events=(
             *events.transitions(previous, status, removed=[d.ref for d in stale if d in delete]),
             *events.render_warnings(previous, status, warnings=wanted.warnings),
+            *upgrade_.events(previous, status),
         ),
         logs_needed=walked.logs_needed,
+        drains=rollout.drains,
         requeue_after=_seconds(delays),
         retries=retry.records,
         blocks=lifecycle.downstream(wanted.states),

@@ -155,14 +155,20 @@ def daemonset_on_node(
     pods: Sequence[views.PodView],
     *,
     logs: Mapping[str, Mapping[str, str]],
+    previous_counts: bool = False,
 ) -> Verdict:
     """The DaemonSet's pod on this node is Ready, not deleting, of the current template.
 
-    With ``wait-for-logs``, the pod's log tails must match as well.
+    With ``wait-for-logs``, the pod's log tails must match as well. With
+    ``previous_counts`` (an ``OnDelete`` DaemonSet on a node whose turn to upgrade has
+    not come: ``sro.plan.upgrade``), a pod of an older template counts as well: the node
+    keeps running its previous driver until sro replaces it.
     """
     if live is None:
         return waiting(f"DaemonSet/{obj.ref.name} not created yet")
     current = [p for p in pods if not p.deleting and p.template_generation == str(live.template_generation)]
+    if not current and previous_counts and live.update_strategy == "OnDelete":
+        current = [p for p in pods if not p.deleting]
     if not current:
         if any(not p.deleting for p in pods):
             return waiting(f"pod of DaemonSet/{obj.ref.name} is of an old template generation")

@@ -9,8 +9,11 @@ cluster-wide objects. A state with no objects is complete as soon as it opens. S
 phase is recomputed from what the cluster shows, a state that stops being complete makes
 every later state Pending on that node again, which is what resets them.
 
-Objects with ``wait: false`` never gate. Nodes in ``reset`` (a kernel change, see
-``lifecycle``) have every state Pending for this pass: they start over.
+On nodes not in ``upgrading`` (``sro.plan.upgrade``: those whose driver pod sro is
+replacing), a pod of an older template of an ``OnDelete`` DaemonSet still counts: the
+node runs its previous driver until its turn. Objects with ``wait: false`` never gate.
+Nodes in ``reset`` (a kernel change, see ``lifecycle``) have every state Pending for this
+pass: they start over.
 
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
@@ -89,7 +92,9 @@ class _Judge:
         wanted: desired.DesiredState,
         seen: observed_.Observed,
         refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]],
+        upgrading: frozenset[str] | None = None,
     ) -> None:
+        self._upgrading = upgrading
         self._wanted = wanted
         self._seen = seen
         self._shared: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
@@ -115,7 +120,8 @@ class _Judge:
             pods = seen.daemonset_pods(ref, node)
             if live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
                 pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
-            return readiness.daemonset_on_node(obj, live, pods, logs=seen.logs)
+            previous = self._upgrading is not None and node not in self._upgrading
+            return readiness.daemonset_on_node(obj, live, pods, logs=seen.logs, previous_counts=previous)
         if obj.kind == "Pod":
             verdict = readiness.pod_verdict(obj, seen.pod(ref), logs=seen.logs)
             retry = seen.retries.get(ref)
@@ -139,13 +145,19 @@ class _Judge:
 
 
 def walk(
-    wanted: desired.DesiredState, seen: observed_.Observed, *, reset: frozenset[str] = frozenset()
+    wanted: desired.DesiredState,
+    seen: observed_.Observed,
+    *,
+    reset: frozenset[str] = frozenset(),
+    upgrading: frozenset[str] | None = None,
 ) -> progress.Walk:
-    """Walk every selected node through the states; see the module docstring."""
+    """Walk every selected node through the states; see the module docstring.
+
+    ``upgrading`` None: only pods of the current template count anywhere."""
     order = topological_order(wanted.states)
     after = {s.name: s.after for s in wanted.states}
     refs = {id(o): (o, o.ref) for o in wanted.objects}
-    judge = _Judge(wanted, seen, refs)
+    judge = _Judge(wanted, seen, refs, upgrading)
     logs: set[progress.LogRequest] = set()
     nodes: dict[str, dict[str, progress.NodeState]] = {}
     phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}

@@ -28,7 +28,7 @@ RECIPE_KEYS = frozenset({"description", "nodeSelector", "defaults", "states"})
 STATE_KEYS = frozenset({"name", "after"})
 STATE_NAME_MAX = 40  # goes into node label names next to the SpecialResource name
 STATES_MAX = crd_limits.STATES_MAX  # rows of status.states
-RESERVED_STATES = frozenset({"complete"})  # the label set once every state is complete
+RESERVED_STATES = frozenset({"complete", "upgrade"})  # node labels of their own (all done; upgrade walk)
 
 
 @dataclass(frozen=True, kw_only=True)

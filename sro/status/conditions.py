@@ -43,6 +43,7 @@ ERROR_REASONS = frozenset(
         "NamespaceInUse",
         "ImageMissing",
         "RegistryUnavailable",
+        "UpgradeFailed",
     }
 )
 

@@ -1,8 +1,9 @@
 """Irreversible steps are decided on fresh truth only.
 
-Covers: which DaemonSet pods sro replaces (only an ``OnDelete`` DaemonSet's, only pods of
-an older template than the cached DaemonSet, never one that looks newer because the
-DaemonSet's cache lags); deletions held while the caches they rest on have not shown
+Covers: which DaemonSet pods sro replaces on a node whose upgrade reached ``replacing``
+(only an ``OnDelete`` DaemonSet's, only pods of an older template than the cached
+DaemonSet, never one that looks newer because the DaemonSet's cache lags); deletions held
+while the caches they rest on have not shown
 sro's own last writes (``Observed.lagging``), with a quick look again; and teardown that
 never lets the finalizer go on such caches.
 """
@@ -14,11 +15,12 @@ from dataclasses import replace
 import pytest
 from builders import SR, T0, World, ds, ds_pod, live, node, node_pods, seen, states, wanted
 
-from sro.plan import lifecycle, planner
+from sro.plan import lifecycle, planner, upgrade
 
 pytestmark = pytest.mark.unit
 
 NODE = ("v1", "Node")
+REPLACING = {upgrade.label(SR): upgrade.REPLACING}
 POD = ("v1", "Pod")
 DAEMONSET = ("apps/v1", "DaemonSet")
 
@@ -29,13 +31,14 @@ def driver_world(*, strategy: str, cached_generation: int, pod_generations: dict
     want = wanted(states("state-driver"), [driver], nodes)
     pods = [ds_pod(driver, n, generation=g) for n, g in pod_generations.items()]
     cached = live(driver, generation=cached_generation, update_strategy=strategy)
-    return planner.plan(want, seen([node(n) for n in nodes], objects=[cached], pods=pods), now=T0)
+    at = seen([node(n, REPLACING, unschedulable=True) for n in nodes], objects=[cached], pods=pods)
+    return planner.plan(want, at, now=T0)
 
 
 def test_an_on_delete_daemonsets_pods_of_an_older_template_are_replaced() -> None:
     p = driver_world(strategy="OnDelete", cached_generation=2, pod_generations={"n1": 1, "n2": 2})
     assert [(d.ref.name, d.uid) for d in p.delete] == [("driver-n1", "pod-driver-n1-1")]
-    assert "template generation 1" in p.delete[0].reason
+    assert "upgrading n1" in p.delete[0].reason
 
 
 def test_a_rolling_update_daemonsets_pods_are_left_to_its_controller() -> None:
@@ -54,7 +57,7 @@ def test_a_deletion_waits_while_its_caches_lag_behind_sros_own_writes_and_is_loo
     want = wanted(states("state-driver"), [driver], ["n1"])
     pods = [ds_pod(driver, "n1", generation=1)]
     base = seen(
-        [node("n1")],
+        [node("n1", REPLACING, unschedulable=True)],
         objects=[live(driver, generation=2, update_strategy="OnDelete"), live(gone)],
         pods=pods,
     )
@@ -68,7 +71,7 @@ def test_a_deletion_waits_while_its_caches_lag_behind_sros_own_writes_and_is_loo
         held = planner.plan(want, replace(base, lagging=lagging), now=T0)
         assert {d.ref.name for d in held.delete} == left, lagging
         assert held.requeue_after == planner.CATCH_UP.total_seconds()
-    assert fresh.requeue_after is None
+    assert fresh.requeue_after == upgrade.REPLACE_TIMEOUT.total_seconds()  # its bound, at most
 
 
 def test_objects_removed_are_announced_only_when_their_deletion_is_sent() -> None:

@@ -1,0 +1,137 @@
+"""An independent invariant watcher for driver upgrades: its own processes, its own view.
+
+It runs two ``kubectl get --watch`` processes (Nodes, and the Pods of the operand
+namespace) on their own connections, folds every event into its own picture, and after
+each event checks what must hold at every moment of a rollout:
+
+* at most ``budget`` of the watched nodes are unavailable (unschedulable, or without a
+  Ready driver pod);
+* no node the watcher saw cordoned by someone else first is uncordoned or loses a pod.
+
+It also counts, per node, the driver pods that went away (each node's driver must be
+replaced exactly once) and the times each node was cordoned. Nothing here uses sro's
+code: what it records is what the API server told a client, not what sro believes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from support import cluster as cluster_mod
+
+
+@dataclass
+class Watcher:
+    cluster: cluster_mod.Cluster
+    nodes: frozenset[str]
+    namespace: str
+    driver_prefix: str
+    budget: int
+    protected: frozenset[str] = frozenset()  # cordoned by an administrator: never sro's to touch
+    violations: list[str] = field(default_factory=list)
+    unschedulable: dict[str, bool] = field(default_factory=dict)
+    driver_ready: dict[str, dict[str, bool]] = field(default_factory=dict)  # node -> pod uid -> ready
+    replaced: Counter[str] = field(default_factory=Counter)
+    cordons: Counter[str] = field(default_factory=Counter)
+    evicted_on_protected: list[str] = field(default_factory=list)
+    peak: int = 0
+    events: int = 0
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _procs: list[asyncio.subprocess.Process] = field(default_factory=list)
+    armed: bool = False  # checks start once the picture is complete (both lists seen)
+
+    async def start(self) -> None:
+        for args in (["nodes"], ["pods", "-n", self.namespace]):
+            proc = await asyncio.create_subprocess_exec(
+                str(self.cluster.kubectl_path),
+                f"--kubeconfig={self.cluster.kubeconfig}",
+                "get",
+                *args,
+                "--watch",
+                "--output-watch-events",
+                "-o",
+                "json",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+            self._procs.append(proc)
+            self._tasks.append(asyncio.create_task(self._read(proc)))
+
+    async def stop(self) -> None:
+        for proc in self._procs:
+            if proc.returncode is None:
+                proc.terminate()
+                await proc.wait()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        decoder = json.JSONDecoder()
+        buffer = ""
+        while chunk := await proc.stdout.read(65536):
+            buffer += chunk.decode()
+            while True:
+                buffer = buffer.lstrip()
+                try:
+                    event, end = decoder.raw_decode(buffer)
+                except ValueError:
+                    break
+                buffer = buffer[end:]
+                self._fold(event)
+
+    def _fold(self, event: Mapping[str, Any]) -> None:
+        obj = event.get("object") or {}
+        kind, kind_of_event = obj.get("kind"), event.get("type")
+        meta = obj.get("metadata") or {}
+        self.events += 1
+        if kind == "Node" and meta.get("name") in self.nodes:
+            name = meta["name"]
+            now = bool((obj.get("spec") or {}).get("unschedulable"))
+            before = self.unschedulable.get(name)
+            if before is False and now:
+                self.cordons[name] += 1
+            if before and not now and name in self.protected:
+                self.violations.append(f"{name}, cordoned by an administrator, was uncordoned")
+            self.unschedulable[name] = now
+        elif kind == "Pod" and str(meta.get("name", "")).startswith(self.driver_prefix):
+            node = (obj.get("spec") or {}).get("nodeName", "")
+            if node not in self.nodes:
+                return
+            uid = meta.get("uid", "")
+            pods = self.driver_ready.setdefault(node, {})
+            if kind_of_event == "DELETED" or meta.get("deletionTimestamp"):
+                if pods.pop(uid, None) is not None and self.armed:
+                    self.replaced[node] += 1
+                    if node in self.protected:
+                        self.violations.append(
+                            f"the driver pod of {node}, cordoned by an administrator, went"
+                        )
+            else:
+                conditions = (obj.get("status") or {}).get("conditions") or ()
+                pods[uid] = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        self._check()
+
+    def _check(self) -> None:
+        if not self.armed:
+            return
+        down = sorted(
+            n
+            for n in self.nodes
+            if self.unschedulable.get(n) or not any(self.driver_ready.get(n, {}).values())
+        )
+        self.peak = max(self.peak, len(down))
+        if len(down) > self.budget:
+            self.violations.append(f"{len(down)} nodes unavailable at {time.monotonic():.1f}: {down[:20]}")
+
+    def arm(self) -> None:
+        """Start checking (call once the cluster is settled and the picture complete)."""
+        self.armed = True
+        self._check()

@@ -1,0 +1,177 @@
+"""The driver upgrade walk (sro.plan.upgrade) through the planner, on plain values.
+
+Covers: the budget (maxParallel, maxUnavailable counting every unschedulable or NotReady
+node), nodes cordoned by someone else left alone, each phase's step (cordon with the
+record, drain requests and their timeout, deleting the outdated pod, validation then
+uncordon only of what sro cordoned), the previous driver counting until a node's turn,
+the halt after maxFailedNodes with UpgradeFailed and its Event. What the engine does
+with drains is covered by the end-to-end tests.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from builders import SR, T0, ds, ds_pod, live, node, seen, states, wanted
+
+from sro.model import upgrade_policy, views
+from sro.plan import node_patches, planner, upgrade
+from sro.status import conditions
+
+pytestmark = pytest.mark.unit
+
+DRIVER = ds("driver", "state-driver")
+LABEL = upgrade.label(SR)
+NOTE = upgrade.annotation(SR)
+
+
+def _record(
+    phase: str, *, cordoned: bool = True, since: str = "2026-11-22T06:00:00Z", **kw: Any
+) -> dict[str, str]:
+    rec = upgrade.Record(phase=phase, since=since, cordoned=cordoned, revision="driver@2", **kw)
+    return {NOTE: rec.to_json()}
+
+
+def _world(
+    count: int,
+    *,
+    policy: upgrade_policy.UpgradePolicy,
+    nodes: dict[str, views.NodeView] | None = None,
+    generations: dict[str, int] | None = None,
+    drains: dict[str, tuple[str, ...]] | None = None,
+    now_after: timedelta = timedelta(0),
+) -> planner.Plan:
+    names = [f"n{i:02d}" for i in range(count)]
+    given = nodes or {}
+    at = [given.get(n) or node(n) for n in names]
+    gens = generations or {}
+    pods = [ds_pod(DRIVER, n, generation=gens.get(n, 1)) for n in names]
+    cached = live(DRIVER, generation=2, update_strategy="OnDelete")
+    observed = seen(at, objects=[cached], pods=pods, upgrade_policy=policy, drains=drains or {})
+    return planner.plan(wanted(states("state-driver"), [DRIVER], names), observed, now=T0 + now_after)
+
+
+def _changes(p: planner.Plan) -> dict[str, node_patches.NodeChange]:
+    """The upgrade's node changes (the walk's own labels left out)."""
+    return {c.node: c for c in p.node_labels if LABEL in c.labels or c.unschedulable is not None}
+
+
+def test_nodes_start_within_max_parallel_and_max_unavailable_counting_every_unavailable_node() -> None:
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="30%", max_parallel=5)
+    p = _world(10, policy=policy)
+    started = {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade.CORDONED}
+    assert started == {"n00", "n01", "n02"}  # 30% of 10: three, though five may run in parallel
+    assert all(_changes(p)[n].unschedulable is True for n in started)
+    assert json.loads(_changes(p)["n00"].annotations[NOTE])["cordoned"] is True
+    assert p.delete == ()  # nobody's driver pod goes before its node is drained
+
+    admin = node("n05", unschedulable=True)
+    sick = replace(node("n06"), ready=False)
+    p = _world(10, policy=policy, nodes={"n05": admin, "n06": sick})
+    changed = _changes(p)
+    assert {n for n, c in changed.items() if c.labels.get(LABEL) == upgrade.CORDONED} == {"n00"}
+    assert "n05" not in changed and "n06" not in changed  # never touched
+    assert p.status["upgrade"]["skipped"] == ["n05", "n06"]  # type: ignore[typeddict-item]
+
+
+def test_in_progress_nodes_use_up_max_parallel() -> None:
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="100%", max_parallel=2)
+    busy = {
+        n: node(n, {LABEL: upgrade.DRAINING}, unschedulable=True, annotations=_record("draining"))
+        for n in ("n00", "n01")
+    }
+    p = _world(6, policy=policy, nodes=busy)
+    assert not [c for c in p.node_labels if c.labels.get(LABEL) == upgrade.CORDONED]
+    assert {d.node for d in p.drains} == {"n00", "n01"}
+
+
+def test_a_node_walks_cordoned_draining_replacing_validating_done() -> None:
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="1", max_parallel=1)
+
+    def at(phase: str, **kw: Any) -> views.NodeView:
+        return node("n00", {LABEL: phase}, unschedulable=True, annotations=_record(phase, **kw))
+
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade.CORDONED)})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade.DRAINING
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade.DRAINING)})
+    assert [d.node for d in p.drains] == ["n00"] and "n00" not in _changes(p)
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade.DRAINING)}, drains={"n00": ()})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade.REPLACING
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade.REPLACING)})
+    assert [(d.ref.name, d.uid) for d in p.delete] == [("driver-n00", "pod-driver-n00-1")]
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade.REPLACING)}, generations={"n00": 2})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade.VALIDATING
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade.VALIDATING)}, generations={"n00": 2})
+    done = _changes(p)["n00"]
+    assert (
+        done.labels[LABEL] == upgrade.DONE and done.unschedulable is False and done.annotations[NOTE] is None
+    )
+
+
+def test_sro_never_uncordons_a_node_it_did_not_cordon() -> None:
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="1")
+    theirs = node(
+        "n00",
+        {LABEL: upgrade.VALIDATING},
+        unschedulable=True,
+        annotations=_record("validating", cordoned=False),
+    )
+    p = _world(2, policy=policy, nodes={"n00": theirs}, generations={"n00": 2})
+    assert _changes(p)["n00"].unschedulable is None
+    assert node_patches.for_change(theirs, _changes(p)["n00"], sr_name=SR) is not None
+    assert "spec" not in (node_patches.for_change(theirs, _changes(p)["n00"], sr_name=SR) or {})
+
+
+def test_a_cordon_carries_the_nodes_resource_version() -> None:
+    fresh = node("n00", resource_version="42")
+    change = node_patches.NodeChange(node="n00", labels={LABEL: "cordoned"}, unschedulable=True)
+    patch = node_patches.for_change(fresh, change, sr_name=SR)
+    assert patch == {
+        "metadata": {"labels": {LABEL: "cordoned"}, "resourceVersion": "42"},
+        "spec": {"unschedulable": True},
+    }
+
+
+def test_a_pending_nodes_previous_driver_still_counts_and_a_replacing_nodes_does_not() -> None:
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="1")
+    replacing = node("n01", {LABEL: upgrade.REPLACING}, unschedulable=True, annotations=_record("replacing"))
+    p = _world(3, policy=policy, nodes={"n01": replacing})
+    assert p.walk is not None
+    assert p.walk.nodes["n00"]["state-driver"].phase.value == "Complete"
+    assert p.walk.nodes["n01"]["state-driver"].phase.value == "Progressing"
+
+
+def test_a_drain_past_its_timeout_fails_the_node_which_stays_cordoned_and_halts_the_rollout() -> None:
+    policy = upgrade_policy.UpgradePolicy(
+        max_unavailable="2", max_parallel=2, drain=upgrade_policy.Drain(timeout_seconds=60)
+    )
+    draining = node("n00", {LABEL: upgrade.DRAINING}, unschedulable=True, annotations=_record("draining"))
+    p = _world(
+        4,
+        policy=policy,
+        nodes={"n00": draining},
+        drains={"n00": ("apps/web-1: PodDisruptionBudget",)},
+        now_after=timedelta(seconds=61),
+    )
+    change = _changes(p)["n00"]
+    assert change.labels[LABEL] == upgrade.FAILED and change.unschedulable is None
+    assert "apps/web-1" in json.loads(str(change.annotations[NOTE]))["reason"]
+    assert not [c for c in p.node_labels if c.labels.get(LABEL) == upgrade.CORDONED]  # halted at once
+    degraded = conditions.find(p.status["conditions"], conditions.DEGRADED)
+    assert degraded is not None and degraded["reason"] == "UpgradeFailed" and "n00" in degraded["message"]
+    assert [e.reason for e in p.events if e.reason == "UpgradeFailed"] == ["UpgradeFailed"]
+    assert p.status["upgrade"]["phase"] == "Halted"  # type: ignore[typeddict-item]
+
+
+def test_a_failed_node_below_max_failed_nodes_lets_the_rest_go_on() -> None:
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="3", max_parallel=1, max_failed_nodes=2)
+    failed = node(
+        "n00", {LABEL: upgrade.FAILED}, unschedulable=True, annotations=_record("failed", reason="x")
+    )
+    p = _world(4, policy=policy, nodes={"n00": failed})
+    assert {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade.CORDONED} == {"n01"}
+    assert p.status["upgrade"]["failingNodes"] == [{"node": "n00", "reason": "x"}]  # type: ignore[typeddict-item]
