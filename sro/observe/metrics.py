@@ -40,6 +40,8 @@ PHASES = ("Pending", "Progressing", "Complete", "Failed")
 """The phases of a state on a node (``sro.model.progress.Phase``), each published per state."""
 REGISTRY_OUTCOMES = ("exists", "missing", "unauthorized", "unreachable", "invalid")  # sro.images.answers
 FLAP_OUTCOMES = ("seen", "absorbed", "released")  # sro.plan.node_loss.Decision
+UPGRADE_PHASES = ("pending", "cordoned", "draining", "replacing", "validating", "done", "failed", "skipped")
+"""Phases of a node in a driver upgrade (``sro.plan.upgrade``), each published per SpecialResource."""
 REGISTRY_CACHE = ("hit", "miss", "joined")  # answered from the cache, asked, or joined a request in flight
 
 
@@ -128,6 +130,12 @@ class Metrics:
             "sro_specialresource_state_nodes",
             "Selected nodes on which a state of a SpecialResource is in this phase",
             ["name", "state", "phase"],
+            registry=r,
+        )
+        self.sr_upgrade_nodes = Gauge(
+            "sro_specialresource_upgrade_nodes",
+            "Selected nodes in each phase of a SpecialResource's driver upgrade (status.upgrade.nodes)",
+            ["name", "phase"],
             registry=r,
         )
         # Series published per SpecialResource, so a changed reason, a state gone from the
@@ -276,6 +284,10 @@ class Metrics:
             self.sr_nodes.labels(name=name, kind=kind).set(float(nodes.get(kind, 0) or 0))
         if state_nodes is not None:
             self._state_nodes(name, state_nodes)
+        upgrade: Mapping[str, Any] = status.get("upgrade") or {}
+        counts: Mapping[str, Any] = upgrade.get("nodes") or {}
+        for phase in UPGRADE_PHASES:
+            self.sr_upgrade_nodes.labels(name=name, phase=phase).set(float(counts.get(phase, 0) or 0))
 
     def _state_nodes(self, name: str, counts: Mapping[str, Mapping[str, int]]) -> None:
         for gone in self._sr_states.get(name, set()) - set(counts):
@@ -295,6 +307,9 @@ class Metrics:
                 self.sr_nodes.remove(name, kind)
         self._state_nodes(name, {})
         self._sr_states.pop(name, None)
+        for phase in UPGRADE_PHASES:
+            with contextlib.suppress(KeyError):
+                self.sr_upgrade_nodes.remove(name, phase)
 
     # -- reading ----------------------------------------------------------------
 

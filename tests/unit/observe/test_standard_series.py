@@ -161,3 +161,21 @@ def test_per_state_node_counts_are_published_with_every_phase_and_leave_no_stale
     assert (nodes("state-driver", "Progressing"), nodes("state-driver", "Complete")) == (4, 0)
     m.specialresource_forgotten(name="gpu")
     assert nodes("state-driver", "Progressing") is None
+
+
+def test_upgrade_nodes_per_phase_come_from_status_upgrade_every_phase_published_and_dropped_with_it() -> None:
+    m = metrics.Metrics()
+    status = {
+        "conditions": [],
+        "upgrade": {"phase": "InProgress", "nodes": {"done": 7, "draining": 2, "failed": 1}},
+    }
+    m.specialresource_status(name="gpu", status=status)
+
+    def nodes(phase: str) -> float | None:
+        return m.registry.get_sample_value(
+            "sro_specialresource_upgrade_nodes", {"name": "gpu", "phase": phase}
+        )
+
+    assert (nodes("done"), nodes("draining"), nodes("failed"), nodes("pending")) == (7, 2, 1, 0)
+    m.specialresource_forgotten(name="gpu")
+    assert nodes("done") is None
