@@ -22,6 +22,7 @@ Every function here is pure; the engine executes the ``NodeChange``s and ``Delet
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -166,18 +167,39 @@ def node_changes(
     return tuple(sorted(changes, key=lambda c: c.node))
 
 
+def upgrade_annotation(sr_name: str) -> str:
+    """The node annotation recording a driver upgrade's walk (``sro.plan.upgrade``)."""
+    return f"sro.dev/upgrade.{sr_name}"
+
+
+def cordoned_by_sro(node: views.NodeView, sr_name: str) -> bool:
+    """Whether the node's upgrade record says sro cordoned it (and it still is)."""
+    try:
+        record = json.loads(node.annotations.get(upgrade_annotation(sr_name), "") or "{}")
+    except ValueError:
+        return False
+    return node.unschedulable and isinstance(record, dict) and record.get("cordoned") is True
+
+
 def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[node_patches.NodeChange, ...]:
-    """Remove everything this SpecialResource put on these nodes (labels, annotation, taints)."""
+    """Remove everything this SpecialResource put on these nodes (labels, annotations,
+    taints), and undo a cordon an upgrade of it left (only one sro made)."""
     prefix, annotation = label_prefix(sr_name), kernel_annotation(sr_name)
+    upgrading = upgrade_annotation(sr_name)
     changes = []
     for node in nodes:
         labels = {k: None for k in node.labels if k.startswith(prefix)}
-        annotations = {annotation: None} if annotation in node.annotations else {}
+        annotations = {a: None for a in (annotation, upgrading) if a in node.annotations}
         new_taints = _taints(node, sr_name=sr_name, wanted=())
-        if labels or annotations or new_taints is not None:
+        uncordon = False if cordoned_by_sro(node, sr_name) else None
+        if labels or annotations or new_taints is not None or uncordon is not None:
             changes.append(
                 node_patches.NodeChange(
-                    node=node.name, labels=labels, annotations=annotations, taints=new_taints
+                    node=node.name,
+                    labels=labels,
+                    annotations=annotations,
+                    taints=new_taints,
+                    unschedulable=uncordon,
                 )
             )
     return tuple(changes)

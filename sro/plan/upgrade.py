@@ -79,7 +79,7 @@ def label(sr_name: str) -> str:
 
 
 def annotation(sr_name: str) -> str:
-    return f"sro.dev/upgrade.{sr_name}"
+    return lifecycle.upgrade_annotation(sr_name)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,12 +1,14 @@
 """Driver upgrades node by node, against the real cluster and a real ``sro run``.
 
 Covers: a driver version change (simple-kmod's module list, which changes the driver
-DaemonSet's pod template) rolled out under ``maxUnavailable`` 10% of the nodes and ``maxParallel: 5``,
-checked by an independent watcher (``upgrade_watch``): never more nodes unavailable than
-the budget, each node's driver pod replaced exactly once, every node schedulable at the
-end; and nodes an administrator cordoned, before and during the rollout, left alone
+DaemonSet's pod template) on 100 nodes busy with a Deployment and its
+PodDisruptionBudget, rolled out under ``maxUnavailable`` 10% of the nodes and
+``maxParallel: 5``, checked by an independent watcher (``upgrade_watch``): never more
+nodes unavailable than the budget, each node's driver pod replaced exactly once, every
+node schedulable at the end, the workload never below what its PodDisruptionBudget
+allows; and nodes an administrator cordoned, before and during the rollout, left alone
 (never uncordoned, never drained, their driver kept) and reported as skipped while the
-rollout completes on the rest. Timing and request counts are printed for the record.
+rollout completes on the rest. Timing is printed for the record.
 """
 
 from __future__ import annotations
@@ -24,7 +26,52 @@ pytestmark = pytest.mark.e2e
 
 KERNEL = ("5.14.0-427.13.1.el9_4.x86_64", "rhel", "9.4")
 POLICY = {"maxParallel": 5}
-NODES = 40
+NODES = 100
+WORKLOAD = 20
+WORKLOAD_DISRUPTIONS = 2  # the PodDisruptionBudget's maxUnavailable
+
+
+async def _workload(made: Made, group: str, replicas: int) -> str:
+    """A Deployment spread over the group's nodes, with a PodDisruptionBudget; its namespace."""
+    namespace = unique("work")
+    made.cluster.kubectl("create", "namespace", namespace)
+    labels = {"app": "work"}
+    objects = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "work", "namespace": namespace},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": {srs.GROUP_LABEL: group},
+                        "tolerations": [{"operator": "Exists"}],
+                        "terminationGracePeriodSeconds": 0,
+                        "containers": [{"name": "work", "image": "registry.example/work:1"}],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "work", "namespace": namespace},
+            "spec": {"maxUnavailable": WORKLOAD_DISRUPTIONS, "selector": {"matchLabels": labels}},
+        },
+    ]
+    made.cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    )
+
+    def available() -> bool | None:
+        got = made.cluster.kubectl_json("get", "deployment", "work", "-n", namespace)
+        return (got.get("status") or {}).get("availableReplicas") == replicas or None
+
+    await waiting.wait_for(available, timeout=120, message="the workload Deployment available")
+    return namespace
 
 
 def _cordon(made: Made, node: str) -> None:
@@ -34,7 +81,13 @@ def _cordon(made: Made, node: str) -> None:
 
 
 async def _upgrade(
-    made: Made, count: int, *, budget: int, cordoned_before: int = 0, cordon_during: int = 0
+    made: Made,
+    count: int,
+    *,
+    budget: int,
+    cordoned_before: int = 0,
+    cordon_during: int = 0,
+    workload: int = 0,
 ) -> None:
     k, os_id, version = KERNEL
     group, nodes = made.group(
@@ -49,6 +102,7 @@ async def _upgrade(
     )
     made.sr(body)
     await srs.wait_ready(made.cluster, name, within=300)
+    workload_ns = await _workload(made, group, workload) if workload else ""
     protected = sorted(nodes)[:cordoned_before]
     for node in protected:
         _cordon(made, node)
@@ -60,11 +114,20 @@ async def _upgrade(
         driver_prefix="simple-kmod-driver-",
         budget=budget,
         protected=frozenset(protected),
+        workload_namespace=workload_ns,
+        workload_min=workload - WORKLOAD_DISRUPTIONS,
     )
     await watcher.start()
     try:
         await waiting.wait_for(
-            lambda: (len(watcher.unschedulable) == count and len(watcher.driver_ready) == count) or None,
+            lambda: (
+                (
+                    len(watcher.unschedulable) == count
+                    and len(watcher.driver_ready) == count
+                    and sum(watcher.workload_ready.values()) == workload
+                )
+                or None
+            ),
             timeout=60,
             message="the watcher to see every node and driver pod",
         )
@@ -123,6 +186,8 @@ async def _upgrade(
 
     upgraded = count - len(skipped)
     print(f"upgraded {upgraded} nodes (budget {budget}, 5 parallel): {took:.1f}s; peak down {watcher.peak}")
+    if workload:
+        print(f"workload: {workload} replicas, fewest Ready during the upgrade {watcher.workload_low}")
     assert watcher.violations == []
     assert {n: watcher.replaced[n] for n in nodes if n not in skipped} == {
         n: 1 for n in nodes if n not in skipped
@@ -140,8 +205,10 @@ async def _upgrade(
     await srs.wait_ready(made.cluster, name, within=120)
 
 
-async def test_a_driver_change_rolls_out_node_by_node_within_the_budget(made: Made) -> None:
-    await _upgrade(made, NODES, budget=NODES // 10)  # 10%
+async def test_a_driver_change_rolls_out_node_by_node_within_the_budget_and_the_workloads_pdb(
+    made: Made,
+) -> None:
+    await _upgrade(made, NODES, budget=NODES // 10, workload=WORKLOAD)  # 10%
 
 
 async def test_nodes_cordoned_by_an_administrator_are_skipped_never_drained_nor_uncordoned(

@@ -6,7 +6,9 @@ each event checks what must hold at every moment of a rollout:
 
 * at most ``budget`` of the watched nodes are unavailable (unschedulable, or without a
   Ready driver pod);
-* no node the watcher saw cordoned by someone else first is uncordoned or loses a pod.
+* no node the watcher saw cordoned by someone else first is uncordoned or loses a pod;
+* a workload (the pods of ``workload_namespace``) never has fewer than ``workload_min``
+  Ready pods: its PodDisruptionBudget held.
 
 It also counts, per node, the driver pods that went away (each node's driver must be
 replaced exactly once) and the times each node was cordoned. Nothing here uses sro's
@@ -34,6 +36,10 @@ class Watcher:
     driver_prefix: str
     budget: int
     protected: frozenset[str] = frozenset()  # cordoned by an administrator: never sro's to touch
+    workload_namespace: str = ""
+    workload_min: int = 0
+    workload_ready: dict[str, bool] = field(default_factory=dict)  # pod uid -> Ready
+    workload_low: int | None = None  # fewest Ready workload pods seen while armed
     violations: list[str] = field(default_factory=list)
     unschedulable: dict[str, bool] = field(default_factory=dict)
     driver_ready: dict[str, dict[str, bool]] = field(default_factory=dict)  # node -> pod uid -> ready
@@ -47,7 +53,10 @@ class Watcher:
     armed: bool = False  # checks start once the picture is complete (both lists seen)
 
     async def start(self) -> None:
-        for args in (["nodes"], ["pods", "-n", self.namespace]):
+        watches = [["nodes"], ["pods", "-n", self.namespace]]
+        if self.workload_namespace:
+            watches.append(["pods", "-n", self.workload_namespace])
+        for args in watches:
             proc = await asyncio.create_subprocess_exec(
                 str(self.cluster.kubectl_path),
                 f"--kubeconfig={self.cluster.kubeconfig}",
@@ -101,6 +110,11 @@ class Watcher:
             if before and not now and name in self.protected:
                 self.violations.append(f"{name}, cordoned by an administrator, was uncordoned")
             self.unschedulable[name] = now
+        elif kind == "Pod" and self.workload_namespace and meta.get("namespace") == self.workload_namespace:
+            conditions = (obj.get("status") or {}).get("conditions") or ()
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+            gone = kind_of_event == "DELETED" or bool(meta.get("deletionTimestamp"))
+            self.workload_ready[meta.get("uid", "")] = ready and not gone
         elif kind == "Pod" and str(meta.get("name", "")).startswith(self.driver_prefix):
             node = (obj.get("spec") or {}).get("nodeName", "")
             if node not in self.nodes:
@@ -128,6 +142,11 @@ class Watcher:
             if self.unschedulable.get(n) or not any(self.driver_ready.get(n, {}).values())
         )
         self.peak = max(self.peak, len(down))
+        if self.workload_namespace:
+            ready = sum(self.workload_ready.values())
+            self.workload_low = ready if self.workload_low is None else min(self.workload_low, ready)
+            if ready < self.workload_min:
+                self.violations.append(f"the workload had {ready} Ready pods, fewer than {self.workload_min}")
         if len(down) > self.budget:
             self.violations.append(f"{len(down)} nodes unavailable at {time.monotonic():.1f}: {down[:20]}")
 

@@ -19,7 +19,7 @@ import pytest
 from builders import SR, T0, ds, ds_pod, live, node, seen, states, wanted
 
 from sro.model import upgrade_policy, views
-from sro.plan import node_patches, planner, upgrade
+from sro.plan import lifecycle, node_patches, planner, upgrade
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -175,3 +175,13 @@ def test_a_failed_node_below_max_failed_nodes_lets_the_rest_go_on() -> None:
     p = _world(4, policy=policy, nodes={"n00": failed})
     assert {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade.CORDONED} == {"n01"}
     assert p.status["upgrade"]["failingNodes"] == [{"node": "n00", "reason": "x"}]  # type: ignore[typeddict-item]
+
+
+def test_teardown_uncordons_only_nodes_an_upgrade_of_sro_cordoned_and_drops_the_record() -> None:
+    ours = node("n00", {LABEL: upgrade.DRAINING}, unschedulable=True, annotations=_record("draining"))
+    theirs = node(
+        "n01", {LABEL: upgrade.FAILED}, unschedulable=True, annotations=_record("failed", cordoned=False)
+    )
+    changes = {c.node: c for c in lifecycle.strip_nodes(SR, [ours, theirs])}
+    assert changes["n00"].unschedulable is False and changes["n00"].annotations == {NOTE: None}
+    assert changes["n01"].unschedulable is None and changes["n01"].labels == {LABEL: None}
