@@ -14,13 +14,20 @@ rollout completes on the rest. Timing is printed for the record.
 from __future__ import annotations
 
 import json
+import sys
 import time
+from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 import specialresources as srs
 from conftest import Made, unique
+from operator_process import REPO
 from support import waiting
 from upgrade_watch import Watcher
+
+sys.path.insert(0, str(REPO / "hack" / "lib"))
+from simcluster import audit
 
 pytestmark = pytest.mark.e2e
 
@@ -132,7 +139,7 @@ async def _upgrade(
             message="the watcher to see every node and driver pod",
         )
         watcher.arm()
-        started = time.monotonic()
+        started, since = time.monotonic(), datetime.now(UTC)
         made.cluster.kubectl(
             "patch",
             "sr",
@@ -185,6 +192,9 @@ async def _upgrade(
         await watcher.stop()
 
     upgraded = count - len(skipped)
+    writes = audit.by_agent(audit.since(audit.read(made.cluster.audit_log), since), audit.SRO_AGENT_PREFIX)
+    kinds = Counter(f"{w.verb} {w.resource}" for w in writes)
+    print(f"sro's writes per upgraded node: {len(writes) / upgraded:.1f} ({dict(kinds.most_common(8))})")
     print(f"upgraded {upgraded} nodes (budget {budget}, 5 parallel): {took:.1f}s; peak down {watcher.peak}")
     if workload:
         print(f"workload: {workload} replicas, fewest Ready during the upgrade {watcher.workload_low}")
