@@ -38,8 +38,9 @@ WORKLOAD = 20
 WORKLOAD_DISRUPTIONS = 2  # the PodDisruptionBudget's maxUnavailable
 
 
-async def _workload(made: Made, group: str, replicas: int) -> str:
-    """A Deployment spread over the group's nodes, with a PodDisruptionBudget; its namespace."""
+async def _workload(made: Made, group: str, replicas: int, *, disruptions: int = WORKLOAD_DISRUPTIONS) -> str:
+    """A Deployment spread over the group's nodes (one pod per node at most), with a
+    PodDisruptionBudget allowing ``disruptions``; its namespace."""
     namespace = unique("work")
     made.cluster.kubectl("create", "namespace", namespace)
     labels = {"app": "work"}
@@ -57,6 +58,19 @@ async def _workload(made: Made, group: str, replicas: int) -> str:
                         "nodeSelector": {srs.GROUP_LABEL: group},
                         "tolerations": [{"operator": "Exists"}],
                         "terminationGracePeriodSeconds": 0,
+                        "affinity": {
+                            "podAntiAffinity": {
+                                "preferredDuringSchedulingIgnoredDuringExecution": [
+                                    {
+                                        "weight": 100,
+                                        "podAffinityTerm": {
+                                            "labelSelector": {"matchLabels": labels},
+                                            "topologyKey": "kubernetes.io/hostname",
+                                        },
+                                    }
+                                ]
+                            }
+                        },
                         "containers": [{"name": "work", "image": "registry.example/work:1"}],
                     },
                 },
@@ -66,7 +80,7 @@ async def _workload(made: Made, group: str, replicas: int) -> str:
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
             "metadata": {"name": "work", "namespace": namespace},
-            "spec": {"maxUnavailable": WORKLOAD_DISRUPTIONS, "selector": {"matchLabels": labels}},
+            "spec": {"maxUnavailable": disruptions, "selector": {"matchLabels": labels}},
         },
     ]
     made.cluster.kubectl(
@@ -226,3 +240,45 @@ async def test_nodes_cordoned_by_an_administrator_are_skipped_never_drained_nor_
 ) -> None:
     # Three cordoned nodes count as unavailable: five leave room for two at a time.
     await _upgrade(made, 20, budget=5, cordoned_before=2, cordon_during=1)
+
+
+async def test_a_drain_a_pdb_blocks_fails_its_node_which_stays_cordoned_and_halts_the_rollout(
+    made: Made,
+) -> None:
+    k, os_id, version = KERNEL
+    count = 4
+    group, nodes = made.group(
+        "pdb", [{"count": count, "kernel": k, "os": {"id": os_id, "versionId": version}, "pci": []}]
+    )
+    name = unique("pdb")
+    policy = {"maxUnavailable": 2, "maxParallel": 2, "maxFailedNodes": 1, "drain": {"timeoutSeconds": 5}}
+    made.sr(
+        srs.manifest(
+            name,
+            recipe="simple-kmod",
+            node_selector={srs.GROUP_LABEL: group},
+            extra_spec={"upgradePolicy": policy},
+        )
+    )
+    await srs.wait_ready(made.cluster, name, within=300)
+    await _workload(made, group, count, disruptions=0)  # no pod may go: every drain is refused
+    made.cluster.kubectl(
+        "patch", "sr", name, "--type=merge", "-p", json.dumps({"spec": {"set": {"modules": ["simple-kmod"]}}})
+    )
+    degraded = await srs.wait_degraded(made.cluster, name, "UpgradeFailed", within=180)
+    upgrade = srs.status(made.cluster, name)["upgrade"]
+    assert upgrade["phase"] == "Halted"
+    failed = {row["node"] for row in upgrade["failingNodes"]}
+    assert failed and all("eviction refused" in row["reason"] for row in upgrade["failingNodes"]), upgrade
+    assert all(node in degraded["message"] for node in failed)
+    by_name = {n["metadata"]["name"]: n for n in srs.nodes(made.cluster, {srs.GROUP_LABEL: group})}
+    label = f"{name}.sro.dev/upgrade"
+    for node in failed:
+        assert by_name[node]["spec"].get("unschedulable") is True, node  # left cordoned, with its reason
+        assert srs.node_labels(by_name[node]).get(label) == "failed"
+    started = {n for n, body in by_name.items() if srs.node_labels(body).get(label)}
+    assert len(started) <= 2  # maxParallel: nothing started after the first failure
+    for node in set(nodes) - started:
+        assert not by_name[node]["spec"].get("unschedulable"), node
+    reasons = [e.get("reason") for e in srs.events(made.cluster, name)]
+    assert "UpgradeFailed" in reasons
