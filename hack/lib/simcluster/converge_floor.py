@@ -189,10 +189,9 @@ class PodTimes:
             self.took.setdefault(first[0], []).append(now - first[1])
             self.born[uid] = (first[0], -1.0)  # counted once
 
-    def fastest(self, state: str) -> float:
-        """The shortest time to done of the state's pods: one pod's own latency (making,
-        scheduling, pulling, starting), without the queueing of thousands made at once."""
-        return min(self.took.get(state, ()), default=0.0)
+    def median(self, state: str) -> float:
+        times = sorted(self.took.get(state, ()))
+        return times[len(times) // 2] if times else 0.0
 
 
 async def wait_pods(
