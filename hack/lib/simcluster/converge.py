@@ -90,10 +90,9 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
     expected = converge_floor.expected_pods(objects, labels)
     namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
     started = time.monotonic()
-    times = converge_floor.PodTimes()
     waiter = asyncio.create_task(
         converge_floor.wait_pods(
-            client, namespace=namespace, expected=expected, started=started, within=within, times=times
+            client, namespace=namespace, expected=expected, started=started, within=within
         )
     )
     posts = await converge_floor.post_all(client, objects)
@@ -117,32 +116,7 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
                 break
             raise
         await asyncio.sleep(0.5)
-    medians = {state: times.median(state) for state in times.took}
-    return {
-        "objects": len(objects),
-        "posts": posts,
-        "pods": expected,
-        "seconds": seconds,
-        "curve": curve,
-        "pod_seconds": medians,
-        "chain_seconds": chain_seconds(RECIPE, medians),
-    }
-
-
-def chain_seconds(recipe: Path, medians: dict[str, float]) -> float:
-    """What one node's walk takes at least when its states run in order: the longest path
-    through the recipe's states, each costing its pods' median time to done in the floor
-    run (where nothing waits for anything). A small cluster converges no sooner."""
-    states = yaml.safe_load((recipe / "recipe.yaml").read_text())["states"]
-    longest: dict[str, float] = {}
-    previous = ""
-    for state in states:
-        after = state.get("after", [previous] if previous else [])
-        longest[state["name"]] = medians.get(state["name"], 0.0) + max(
-            (longest[a] for a in after), default=0.0
-        )
-        previous = state["name"]
-    return max(longest.values(), default=0.0)
+    return {"objects": len(objects), "posts": posts, "pods": expected, "seconds": seconds, "curve": curve}
 
 
 async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> dict[str, Any]:

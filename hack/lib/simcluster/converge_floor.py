@@ -171,51 +171,18 @@ def pod_done(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
-STATE_LABEL = "sro.dev/state"
-
-
-@dataclass
-class PodTimes:
-    """Per state, how long each pod took from first seen (made) to done."""
-
-    born: dict[str, tuple[str, float]] = field(default_factory=dict)  # uid -> (state, when)
-    took: dict[str, list[float]] = field(default_factory=dict)  # state -> seconds
-
-    def see(self, pod: Mapping[str, Any], *, now: float, done: bool) -> None:
-        uid = pod["metadata"]["uid"]
-        state = str((pod["metadata"].get("labels") or {}).get(STATE_LABEL, ""))
-        first = self.born.setdefault(uid, (state, now))
-        if done and first[1] >= 0:
-            self.took.setdefault(first[0], []).append(now - first[1])
-            self.born[uid] = (first[0], -1.0)  # counted once
-
-    def median(self, state: str) -> float:
-        times = sorted(self.took.get(state, ()))
-        return times[len(times) // 2] if times else 0.0
-
-
 async def wait_pods(
-    client: kube.Kube,
-    *,
-    namespace: str,
-    expected: int,
-    started: float,
-    within: float,
-    times: PodTimes | None = None,
+    client: kube.Kube, *, namespace: str, expected: int, started: float, within: float
 ) -> list[tuple[float, int]]:
     """Watch the namespace's pods until ``expected`` of them are done; the curve of
-    (seconds since ``started``, pods done) at every change. ``times`` records each pod's
-    time from first seen to done (pods listed already done count from the list)."""
+    (seconds since ``started``, pods done) at every change."""
     path = f"/api/v1/namespaces/{namespace}/pods"
     done: dict[str, bool] = {}
     curve: list[tuple[float, int]] = [(0.0, 0)]
     deadline = started + within
-    times = times if times is not None else PodTimes()
     while True:
         listed = await client.get(path, request_seconds=120)
         done = {p["metadata"]["uid"]: pod_done(p) for p in listed["items"]}
-        for p in listed["items"]:
-            times.see(p, now=time.monotonic() - started, done=done[p["metadata"]["uid"]])
         version = listed["metadata"]["resourceVersion"]
         count = sum(done.values())
         curve.append((time.monotonic() - started, count))
@@ -231,7 +198,6 @@ async def wait_pods(
                 now = event["type"] != "DELETED" and pod_done(pod)
                 if event["type"] != "DELETED":
                     done[uid] = now
-                    times.see(pod, now=time.monotonic() - started, done=now)
                 if now != was:
                     count += 1 if now else -1
                     curve.append((time.monotonic() - started, count))

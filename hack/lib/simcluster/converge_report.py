@@ -27,19 +27,13 @@ def percentile(values: Sequence[float], q: float) -> float:
 def table(figures: Mapping[str, Any]) -> str:
     """The figures as aligned text, one line each, the floor beside what it bounds."""
     f = figures
-    chain = float(f["floor"].get("chain_seconds", 0.0))
     rows: list[tuple[str, str]] = [
         ("git revision", f["revision"]),
         ("nodes / kernels", f"{f['nodes']} GPU nodes over {f['kernels']} kernels"),
         ("floor: objects posted / pods", f"{f['floor']['objects']} objects, {f['floor']['pods']} pods"),
         ("floor: all pods Ready/Succeeded", f"{f['floor']['seconds']:.1f} s"),
-        (
-            "chain floor: one node's states in order",
-            f"{chain:.1f} s (each state's median pod time to done in the floor run)",
-        ),
         ("sro: SpecialResource Ready", f"{f['sro']['seconds']:.1f} s"),
         ("sro / floor", f"{f['ratio']:.2f}x"),
-        ("sro / max(floor, chain floor)", f"{f['sro']['seconds'] / max(f['floor']['seconds'], chain):.2f}x"),
         ("sro CPU during convergence", f"{f['sro']['cpu_seconds']:.1f} CPU-s"),
         ("sro peak RSS", f"{f['sro']['peak_rss_mb']:.0f} MB"),
         (
