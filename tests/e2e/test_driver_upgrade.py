@@ -8,7 +8,9 @@ nodes unavailable than the budget, each node's driver pod replaced exactly once,
 node schedulable at the end, the workload never below what its PodDisruptionBudget
 allows; and nodes an administrator cordoned, before and during the rollout, left alone
 (never uncordoned, never drained, their driver kept) and reported as skipped while the
-rollout completes on the rest. Timing is printed for the record.
+rollout completes on the rest; a drain a PodDisruptionBudget blocks: the node fails past
+the drain's timeout, stays cordoned with its reason, and maxFailedNodes halts the rollout
+with UpgradeFailed and its Event. Timing and sro's writes are printed for the record.
 """
 
 from __future__ import annotations
@@ -227,6 +229,8 @@ async def _upgrade(
             assert not node["spec"].get("unschedulable"), node_name
             assert f"sro.dev/upgrade.{name}" not in (node["metadata"].get("annotations") or {})
     await srs.wait_ready(made.cluster, name, within=120)
+    if workload_ns:
+        made.cluster.kubectl("delete", "namespace", workload_ns, "--wait=false")
 
 
 async def test_a_driver_change_rolls_out_node_by_node_within_the_budget_and_the_workloads_pdb(
@@ -261,7 +265,7 @@ async def test_a_drain_a_pdb_blocks_fails_its_node_which_stays_cordoned_and_halt
         )
     )
     await srs.wait_ready(made.cluster, name, within=300)
-    await _workload(made, group, count, disruptions=0)  # no pod may go: every drain is refused
+    workload_ns = await _workload(made, group, count, disruptions=0)  # every drain is refused
     made.cluster.kubectl(
         "patch", "sr", name, "--type=merge", "-p", json.dumps({"spec": {"set": {"modules": ["simple-kmod"]}}})
     )
@@ -282,3 +286,4 @@ async def test_a_drain_a_pdb_blocks_fails_its_node_which_stays_cordoned_and_halt
         assert not by_name[node]["spec"].get("unschedulable"), node
     reasons = [e.get("reason") for e in srs.events(made.cluster, name)]
     assert "UpgradeFailed" in reasons
+    made.cluster.kubectl("delete", "namespace", workload_ns, "--wait=false")
