@@ -10,7 +10,10 @@ allows; and nodes an administrator cordoned, before and during the rollout, left
 (never uncordoned, never drained, their driver kept) and reported as skipped while the
 rollout completes on the rest; a drain a PodDisruptionBudget blocks: the node fails past
 the drain's timeout, stays cordoned with its reason, and maxFailedNodes halts the rollout
-with UpgradeFailed and its Event. Timing and sro's writes are printed for the record.
+with UpgradeFailed and its Event; ``sro run`` SIGKILLed while a node is cordoned,
+draining, replacing and validating, and started again: the rollout resumes from each
+node's recorded phase, no driver replaced twice, no cordon lost or leaked. Timing and
+sro's writes are printed for the record.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from datetime import UTC, datetime
 import pytest
 import specialresources as srs
 from conftest import Made, unique
-from operator_process import REPO
+from operator_process import REPO, Operator
 from support import waiting
 from upgrade_watch import Watcher
 
@@ -111,6 +114,8 @@ async def _upgrade(
     cordoned_before: int = 0,
     cordon_during: int = 0,
     workload: int = 0,
+    operator: Operator | None = None,
+    kill_in: tuple[str, ...] = (),
 ) -> None:
     k, os_id, version = KERNEL
     group, nodes = made.group(
@@ -183,6 +188,17 @@ async def _upgrade(
             watcher.protected = frozenset({*protected, *late})
 
         skipped = set(protected) | set(late)
+        for phase in kill_in:  # SIGKILL sro while a node is in this phase, then start it again
+            assert operator is not None and operator.proc is not None
+
+            def in_phase(wanted: str = phase) -> bool | None:
+                found = srs.nodes(made.cluster, {srs.GROUP_LABEL: group})
+                return any(srs.node_labels(n).get(f"{name}.sro.dev/upgrade") == wanted for n in found) or None
+
+            await waiting.wait_for(in_phase, timeout=120, interval=0.2, message=f"a node {phase}")
+            operator.proc.kill()
+            operator.proc.wait(timeout=30)
+            operator.start()
 
         def finished() -> dict[str, object] | None:
             up = srs.status(made.cluster, name).get("upgrade") or {}
@@ -287,3 +303,16 @@ async def test_a_drain_a_pdb_blocks_fails_its_node_which_stays_cordoned_and_halt
     reasons = [e.get("reason") for e in srs.events(made.cluster, name)]
     assert "UpgradeFailed" in reasons
     made.cluster.kubectl("delete", "namespace", workload_ns, "--wait=false")
+
+
+async def test_sro_killed_in_each_phase_resumes_the_rollout_without_replacing_a_node_twice(
+    made: Made, operator: Operator
+) -> None:
+    await _upgrade(
+        made,
+        30,
+        budget=3,
+        workload=6,
+        operator=operator,
+        kill_in=("cordoned", "draining", "replacing", "validating"),
+    )
