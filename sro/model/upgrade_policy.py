@@ -62,7 +62,7 @@ class UpgradePolicy:
     max_parallel: int = 1
     drain: Drain = Drain()
     wait_for_completion: WaitForCompletion | None = None
-    auto_rollback: bool = True
+    auto_rollback: bool = True  # accepted; the planner halts and does not roll back yet
     max_failed_nodes: int = 1
 
     def unavailable_budget(self, selected: int) -> int:
