@@ -43,14 +43,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 from sro.model import crd_limits, desired, progress, times, upgrade_policy, views
 from sro.plan import lifecycle, node_patches
 from sro.plan import observed as observed_
 from sro.status import conditions, summary
 from sro.status import events as events_
-from sro.status.body import StatusBody
+from sro.status.body import StatusBody, UpgradeStatus
 
 LABEL = lifecycle.UPGRADE
 PENDING, CORDONED, DRAINING, REPLACING, VALIDATING = (
@@ -140,7 +140,7 @@ class Upgrade:
     node_changes: tuple[node_patches.NodeChange, ...] = ()
     delete: tuple[lifecycle.Deletion, ...] = ()
     drains: tuple[DrainRequest, ...] = ()
-    status: Mapping[str, Any] | None = None
+    status: UpgradeStatus | None = None
     halted: str = ""  # why the rollout halted (UpgradeFailed), "" while it may go on
     wake_in: timedelta | None = None
 
@@ -367,7 +367,7 @@ def _status(
     skipped: list[str],
     failing: list[tuple[str, str]],
     halted: bool,
-) -> Mapping[str, Any] | None:
+) -> UpgradeStatus | None:
     counts = {ph: sum(1 for v in phases.values() if v == ph) for ph in (*PHASES, "skipped")}
     counts = {ph: n for ph, n in counts.items() if n}
     active = any(counts.get(ph) for ph in (PENDING, *IN_PROGRESS, FAILED))
@@ -418,7 +418,8 @@ def with_status(
             status, previous, reason=UPGRADE_FAILED, message=rollout.halted, generation=generation, now=now
         )
     if rollout.status is not None:
-        status = cast(StatusBody, {**status, "upgrade": dict(rollout.status)})
+        status = status.copy()
+        status["upgrade"] = rollout.status
     return status
 
 

@@ -58,6 +58,16 @@ class HeldNode(TypedDict):
     missingLabels: list[str]
 
 
+class UpgradeStatus(TypedDict):
+    """``status.upgrade``: where a driver upgrade stands (``sro.plan.upgrade``)."""
+
+    phase: str
+    revision: str
+    nodes: dict[str, int]
+    skipped: list[str]
+    failingNodes: list[FailingNode]
+
+
 class RecipeSource(TypedDict):
     name: str
     source: str
@@ -81,3 +91,4 @@ class StatusBody(TypedDict, total=False):
     kernels: list[KernelRow]
     heldNodes: list[HeldNode]
     states: list[StateRow]
+    upgrade: UpgradeStatus

@@ -75,7 +75,7 @@ def test_nodes_start_within_max_parallel_and_max_unavailable_counting_every_unav
     changed = _changes(p)
     assert {n for n, c in changed.items() if c.labels.get(LABEL) == upgrade.CORDONED} == {"n00"}
     assert "n05" not in changed and "n06" not in changed  # never touched
-    assert p.status["upgrade"]["skipped"] == ["n05", "n06"]  # type: ignore[typeddict-item]
+    assert p.status["upgrade"]["skipped"] == ["n05", "n06"]
 
 
 def test_in_progress_nodes_use_up_max_parallel() -> None:
@@ -164,7 +164,7 @@ def test_a_drain_past_its_timeout_fails_the_node_which_stays_cordoned_and_halts_
     degraded = conditions.find(p.status["conditions"], conditions.DEGRADED)
     assert degraded is not None and degraded["reason"] == "UpgradeFailed" and "n00" in degraded["message"]
     assert [e.reason for e in p.events if e.reason == "UpgradeFailed"] == ["UpgradeFailed"]
-    assert p.status["upgrade"]["phase"] == "Halted"  # type: ignore[typeddict-item]
+    assert p.status["upgrade"]["phase"] == "Halted"
 
 
 def test_a_failed_node_below_max_failed_nodes_lets_the_rest_go_on() -> None:
@@ -174,7 +174,7 @@ def test_a_failed_node_below_max_failed_nodes_lets_the_rest_go_on() -> None:
     )
     p = _world(4, policy=policy, nodes={"n00": failed})
     assert {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade.CORDONED} == {"n01"}
-    assert p.status["upgrade"]["failingNodes"] == [{"node": "n00", "reason": "x"}]  # type: ignore[typeddict-item]
+    assert p.status["upgrade"]["failingNodes"] == [{"node": "n00", "reason": "x"}]
 
 
 def test_teardown_uncordons_only_nodes_an_upgrade_of_sro_cordoned_and_drops_the_record() -> None:
