@@ -10,7 +10,10 @@ names (only those whose registry ``checked`` says is to be asked), then:
   says ``sro.dev/pin-digest: "false"``. Only images that exist are pinned; a group whose
   image does not is not written at all. The same digest always gives the same object,
   so asking again (the answers' cache expires) never changes what is applied and never
-  rolls a DaemonSet; a moved tag (a new digest) does, which is the point.
+  rolls a DaemonSet; a moved tag (a new digest) does, which is the point. Checked
+  workloads also tolerate ``<sr>.sro.dev/driver-missing``: the planner taints a node
+  whose driver image is missing, and the driver it gets once the image exists must be
+  able to land there and take the taint off.
 
 ``sro render`` does not ask registries, so what it prints carries the tags as written.
 """
@@ -19,11 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from sro.hooks import base, pin_digest, podspec
 from sro.images import answers, needs, reference
 from sro.model import desired
-from sro.plan import observed
+from sro.plan import images, observed
 
 EVERY_REGISTRY = "*"
 
@@ -68,28 +72,34 @@ def checks(
     return {key: tuple(found_) for key, found_ in out.items()}
 
 
+def _tolerate(spec: dict[str, Any], toleration: dict[str, str]) -> None:
+    current = [t for t in spec.get("tolerations") or () if t != toleration]
+    spec["tolerations"] = [*current, toleration]
+
+
 def pin(
     state: desired.DesiredState, found: Mapping[str, tuple[observed.ImageCheck, ...]]
 ) -> desired.DesiredState:
-    """``state`` with checked, existing images of kernel-affine workloads by digest."""
+    """``state`` with checked, existing images of kernel-affine workloads by digest, and
+    those workloads tolerating the driver-missing taint (they are what takes it off)."""
     if not found:
         return state
+    taint = images.driver_missing_taint(state.sr_name)
+    toleration = {"key": taint.key, "operator": "Exists", "effect": taint.effect}
     objects = []
-    changed = False
     for obj in state.objects:
         group = obj.kernel_group
-        digests = {c.image: c.digest for c in found.get(group.key, ()) if c.exists} if group else {}
-        if not digests or not podspec.runs_pods(obj.kind) or not pin_digest.pinned(obj):
+        checks = found.get(group.key, ()) if group else ()
+        if not checks or not podspec.runs_pods(obj.kind):
             objects.append(obj)
             continue
+        digests = {c.image: c.digest for c in checks if c.exists} if pin_digest.pinned(obj) else {}
         new, body = base.edit(obj)
         spec = podspec.pod_spec(body) or {}
-        touched = False
         for container in podspec.containers(spec):
             image = str(container.get("image") or "")
             if image in digests:
                 container["image"] = digest_reference(image, digests[image])
-                touched = True
-        objects.append(new if touched else obj)
-        changed = changed or touched
-    return dataclasses.replace(state, objects=tuple(objects)) if changed else state
+        _tolerate(spec, toleration)
+        objects.append(new)
+    return dataclasses.replace(state, objects=tuple(objects))

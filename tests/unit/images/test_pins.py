@@ -59,6 +59,10 @@ def test_an_existing_image_runs_by_its_digest_and_the_same_digest_gives_the_same
     once, twice = pins.pin(state(daemonset(IMAGE)), found), pins.pin(state(daemonset(IMAGE)), found)
     assert images_of(once) == [f"127.0.0.1:5000/drivers/driver@{DIGEST}", "x"]
     assert once.objects[0].body == twice.objects[0].body
+    spec = once.objects[0].body["spec"]["template"]["spec"]
+    assert spec["tolerations"] == [
+        {"key": "sr.sro.dev/driver-missing", "operator": "Exists", "effect": "NoSchedule"}
+    ]
 
 
 def test_a_missing_image_and_an_opted_out_document_keep_their_tags() -> None:
