@@ -117,3 +117,26 @@ def test_a_mapped_change_enqueues_each_key_the_mapper_names_once_in_order() -> N
     handlers.mapped(keys.append, mapper)(store.Change(obj("cm"), None))
     assert keys == ["a", "b"]
     assert seen == [("cm", None)]
+
+
+def _sr(*, status: dict | None = None, version: str = "1", **meta: object) -> projections.ObjectView:
+    body = {
+        "apiVersion": "sro.dev/v1alpha1",
+        "kind": "SpecialResource",
+        "metadata": {"name": "gpu", "resourceVersion": version, **meta},
+        "spec": {"recipe": "nvidia-gpu"},
+    }
+    if status is not None:
+        body["status"] = status
+    return projections.ObjectView.from_body(body)
+
+
+def test_a_change_of_the_primary_status_alone_enqueues_nothing() -> None:
+    keys: list[str] = []
+    handle = handlers.primary(keys.append)
+    handle(store.Change(_sr(version="1"), _sr(status={"state": "Ready"}, version="2")))
+    assert keys == []
+    handle(store.Change(_sr(version="2"), _sr(version="3", labels={"team": "a"})))
+    handle(store.Change(_sr(version="3"), _sr(version="4", finalizers=["sro.dev/cleanup"])))
+    handle(store.Change(_sr(version="4"), _sr(version="5", deletionTimestamp="2026-11-25T00:00:00Z")))
+    assert keys == ["gpu", "gpu", "gpu"]
