@@ -210,7 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a node inventory (hack/inventory format) or a file of Node objects",
     )
     where.add_argument(
-        "--live", action="store_true", help="use the nodes and kinds of the cluster in KUBECONFIG"
+        "--live",
+        action="store_true",
+        help="use the nodes and kinds of the cluster in KUBECONFIG (images print as the recipe wrote "
+        "them: sro run pins the per-kernel images it checks by digest, see --image-check-registries)",
     )
     render.add_argument(
         "--cluster-version", default="1.36", help="Kubernetes version for templates (offline)"

@@ -5,7 +5,8 @@ loopback ``docker-registry`` (images pushed and deleted through its API) and a l
 HTTP peer answering 500 to everything, and a 2 s ``SRO_IMAGE_CHECK_MISSING_TTL``; it is
 restarted without them afterwards. The simulated nodes pull nothing: only sro asks.
 
-Covered: a converged group runs its driver by the digest the registry answered, shown
+Covered: most image lookups answered by the resolver's cache (the figures are printed:
+``-s``); a converged group runs its driver by the digest the registry answered, shown
 in ``status.kernels``; a node moved to a kernel whose driver image does not exist gets
 no DaemonSet of that image (never written, by the API server's audit log), is tainted
 ``driver-missing`` and named with the image and kernel in ``ImageMissing``; once the
@@ -149,8 +150,22 @@ def _ds_writes(made: Made, namespace: str, since: datetime) -> list[audit.Write]
     return [w for w in writes if w.resource == "daemonsets" and w.namespace == namespace]
 
 
+def _figures(operator: Operator) -> dict[str, float]:
+    """Registry requests, lookups by cache answer, and reconciles since the restart."""
+    out = {"requests": 0.0, "reconciles": 0.0, "hit": 0.0, "miss": 0.0, "joined": 0.0}
+    for sample, labels, value in operator.metrics():
+        if sample == "sro_registry_requests_total":
+            out["requests"] += value
+        elif sample == "sro_registry_lookups_total":
+            out[labels["cache"]] += value
+        elif sample == "sro_reconcile_total":
+            out["reconciles"] += value
+    return out
+
+
 async def test_a_kernel_without_its_driver_image_is_held_tainted_and_proceeds_once_pushed(
     made: Made,
+    operator: Operator,
     registries: tuple[registry_mod.Registry, registry_mod.HttpPeer],
     recipe_dir: Callable[[str, dict[str, str]], Path],
 ) -> None:
@@ -201,6 +216,14 @@ async def test_a_kernel_without_its_driver_image_is_held_tainted_and_proceeds_on
     assert {r["kernel"]: r.get("digest") for r in status["kernels"]} == {K1: k1_digest, K2: k2_digest}
     image = _daemonsets(made, name)[K2]["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == f"{reg.host}/{REPOSITORY}@{k2_digest}"
+
+    seen = _figures(operator)
+    lookups = seen["hit"] + seen["miss"] + seen["joined"]
+    print(
+        f"\nregistry: {seen['requests']:.0f} requests, {lookups:.0f} lookups "
+        f"({seen['hit'] / lookups:.0%} answered by the cache) over {seen['reconciles']:.0f} reconciles"
+    )
+    assert seen["hit"] > seen["miss"], seen
 
     # The registry stops answering while the other node moves: held, not torn down.
     reg.stop()
