@@ -25,7 +25,14 @@ pytestmark = pytest.mark.integration
 def _dry_run(cluster: Cluster, *, namespace: str, values: list[Path]) -> None:
     objects = chart.template(namespace=namespace, values=values, include_crds=True)
     proc = cluster.kubectl(
-        "apply", "--dry-run=server", "--validate=strict", "-f", "-", input=yaml.safe_dump_all(objects)
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "--validate=strict",
+        "-f",
+        "-",
+        input=yaml.safe_dump_all(objects),
     )
     assert proc.stderr.strip() == "", proc.stderr  # no warnings either
     assert len(proc.stdout.splitlines()) == len(objects), proc.stdout
