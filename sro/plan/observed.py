@@ -197,20 +197,17 @@ class Observed:
         return {(p.namespace, p.name): p for p in self.pods}
 
     @cached_property
-    def pods_by_owner_node(self) -> Mapping[tuple[str, str, str], tuple[views.PodView, ...]]:
-        """Pods by (owner kind, owner name, node): how a DaemonSet's pod on a node is found."""
-        index: dict[tuple[str, str, str], list[views.PodView]] = {}
+    def pods_by_owner_node(self) -> Mapping[tuple[str, str, str, str], tuple[views.PodView, ...]]:
+        """Pods by (namespace, owner kind, owner name, node): how a DaemonSet's pod on a
+        node is found, with one lookup (the walk asks for every state on every node)."""
+        index: dict[tuple[str, str, str, str], list[views.PodView]] = {}
         for pod in self.pods:
-            index.setdefault((pod.owner_kind, pod.owner_name, pod.node), []).append(pod)
+            index.setdefault((pod.namespace, pod.owner_kind, pod.owner_name, pod.node), []).append(pod)
         return {key: tuple(pods) for key, pods in index.items()}
 
     def daemonset_pods(self, ref: desired.ObjectRef, node: str) -> tuple[views.PodView, ...]:
-        """The pods of DaemonSet ``ref`` on ``node`` (the namespace must match too)."""
-        return tuple(
-            p
-            for p in self.pods_by_owner_node.get(("DaemonSet", ref.name, node), ())
-            if p.namespace == ref.namespace
-        )
+        """The pods of DaemonSet ``ref`` on ``node`` (in its namespace)."""
+        return self.pods_by_owner_node.get((ref.namespace, "DaemonSet", ref.name, node), ())
 
     def pod(self, ref: desired.ObjectRef) -> views.PodView | None:
         return self.pods_by_name.get((ref.namespace, ref.name))
