@@ -110,6 +110,7 @@ class _Judge:
             else:
                 self._shared[o.state].append(o)
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
+        self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
         self._refs = refs
 
     def _one(self, obj: desired.DesiredObject, node: str) -> readiness.Verdict:
@@ -139,7 +140,10 @@ class _Judge:
 
     def on_node(self, state: str, node: str) -> tuple[readiness.Verdict, ...]:
         group = self._wanted.kernel_groups.get(node)
-        placed = [o for o in self._daemonsets[state] if concerns_node(o, node=node, group=group)]
+        placed = self._placed.get((state, group))
+        if placed is None:  # the DaemonSets of a state on a kernel group: the same for its every node
+            placed = tuple(o for o in self._daemonsets[state] if concerns_node(o, node=node, group=group))
+            self._placed[(state, group)] = placed
         mine = (*placed, *self._pinned.get((state, node), ()))
         return (*self.cluster(state), *(self._one(o, node) for o in mine))
 
