@@ -156,7 +156,7 @@ async def _upgrade(
                 )
                 or None
             ),
-            timeout=60,
+            timeout=60 + count / 10,
             message="the watcher to see every node and driver pod",
         )
         watcher.arm()

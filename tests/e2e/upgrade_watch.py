@@ -5,7 +5,7 @@ namespace) on their own connections, folds every event into its own picture, and
 each event checks what must hold at every moment of a rollout:
 
 * at most ``budget`` of the watched nodes are unavailable (unschedulable, or without a
-  Ready driver pod);
+  Ready driver pod, judged once the Pod stream has caught up with the Node stream);
 * no node the watcher saw cordoned by someone else first is uncordoned or loses a pod;
 * a workload (the pods of ``workload_namespace``) never has fewer than ``workload_min``
   Ready pods: its PodDisruptionBudget held.
@@ -18,6 +18,7 @@ code: what it records is what the API server told a client, not what sro believe
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import time
 from collections import Counter
@@ -51,6 +52,7 @@ class Watcher:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _procs: list[asyncio.subprocess.Process] = field(default_factory=list)
     armed: bool = False  # checks start once the picture is complete (both lists seen)
+    seen_rv: dict[str, int] = field(default_factory=dict)  # "Node"/"Pod" -> newest resourceVersion seen
 
     async def start(self) -> None:
         watches = [["nodes"], ["pods", "-n", self.namespace]]
@@ -84,23 +86,29 @@ class Watcher:
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
         decoder = json.JSONDecoder()
+        text = codecs.getincrementaldecoder("utf-8")()  # a character may straddle two reads
         buffer = ""
-        while chunk := await proc.stdout.read(65536):
-            buffer += chunk.decode()
+        while chunk := await proc.stdout.read(1 << 20):
+            buffer += text.decode(chunk)
+            at = 0  # decode in place, cut once per chunk: a relist of many nodes stays linear
             while True:
-                buffer = buffer.lstrip()
+                while at < len(buffer) and buffer[at].isspace():
+                    at += 1
                 try:
-                    event, end = decoder.raw_decode(buffer)
+                    event, at = decoder.raw_decode(buffer, at)
                 except ValueError:
                     break
-                buffer = buffer[end:]
                 self._fold(event)
+            buffer = buffer[at:]
 
     def _fold(self, event: Mapping[str, Any]) -> None:
         obj = event.get("object") or {}
         kind, kind_of_event = obj.get("kind"), event.get("type")
         meta = obj.get("metadata") or {}
         self.events += 1
+        rv = str(meta.get("resourceVersion", ""))
+        if kind in ("Node", "Pod") and rv.isdigit():
+            self.seen_rv[kind] = max(self.seen_rv.get(kind, 0), int(rv))
         if kind == "Node" and meta.get("name") in self.nodes:
             name = meta["name"]
             now = bool((obj.get("spec") or {}).get("unschedulable"))
@@ -136,10 +144,15 @@ class Watcher:
     def _check(self) -> None:
         if not self.armed:
             return
+        # Two streams: a node's cordon and its driver pod's readiness are compared only once
+        # the Pod stream has caught up with the Node stream (resourceVersions are one etcd
+        # sequence), so a lagging stream never shows a moment that did not happen; cordons
+        # alone come from one stream and are checked on every event.
+        consistent = self.seen_rv.get("Pod", 0) >= self.seen_rv.get("Node", 0)
         down = sorted(
             n
             for n in self.nodes
-            if self.unschedulable.get(n) or not any(self.driver_ready.get(n, {}).values())
+            if self.unschedulable.get(n) or (consistent and not any(self.driver_ready.get(n, {}).values()))
         )
         self.peak = max(self.peak, len(down))
         if self.workload_namespace:
