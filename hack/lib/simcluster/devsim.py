@@ -52,6 +52,8 @@ def image_log(pod: dict[str, Any]) -> str | None:
                 ]
                 return "\n".join(lines)
     return None
+
+
 MISSING_IMAGES = ("kube-system", "sim-missing-images")
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 RUN_TO_COMPLETION = ("Never", "OnFailure")
