@@ -1,166 +1,31 @@
-"""The command line's words: every subcommand, flag and environment fallback of ``sro``.
+"""The command line's words: every subcommand of ``sro`` and the flags each one takes.
 
 Kept apart from ``sro.cli`` (which does what the words ask) so the whole surface an
-administrator types can be read in one place, and so each checked flag refuses a bad
-value the same way whether it came from the command line or from the environment.
+administrator types can be read in one place; how a flag takes its environment fallback
+and refuses a bad value is ``sro.cli_flags``, the same for every subcommand.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
 
 from sro import cli_types as types
+from sro.cli_flags import (
+    Parser,
+    api_versions_flag,
+    flag,
+    image_check_flags,
+    kube_flags,
+    policy_flag,
+    proxy_flags,
+)
 
 DEFAULT_METRICS_ADDR = ":8080"
 """Every interface, port 8080: controller-runtime's metrics port, what a ServiceMonitor and
 the Deployment expect; reachable on a laptop too."""
 DEFAULT_PROBE_ADDR = ":8081"
 """Every interface, port 8081: controller-runtime's probe port (the kubelet probes the pod's IP)."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (what was wrong) and exit 2, without the usage
-    block: under a supervisor the last line of the log is the one that is read."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
-
-
-class _FromEnv(str):
-    """A default taken from an environment variable: its name goes into the error message."""
-
-    env: str
-
-
-def _env(names: Sequence[str], default: str) -> str:
-    for name in names:
-        if name in os.environ:
-            value = _FromEnv(os.environ[name])
-            value.env = name
-            return value
-    return default
-
-
-def _named(convert: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``convert``, naming the environment variable a refused default came from."""
-
-    def named(text: str) -> Any:
-        try:
-            return convert(text)
-        except argparse.ArgumentTypeError as exc:
-            if isinstance(text, _FromEnv):
-                raise argparse.ArgumentTypeError(f"{exc} (from {text.env})") from None
-            raise
-
-    named.__name__ = getattr(convert, "__name__", "value")
-    return named
-
-
-def _flag(
-    parser: argparse.ArgumentParser,
-    flag: str | Sequence[str],
-    env: str | Sequence[str],
-    default: str,
-    text: str,
-    **kw: Any,
-) -> None:
-    """A flag (the first name; the others are aliases) whose default comes from the first
-    of ``env`` that is set. argparse passes a string default through ``type`` but never
-    checks it against ``choices``, so checked flags take a ``type`` (``boolean``,
-    ``one_of``, ``positive``, ``bind_address`` ...): an environment value is refused
-    exactly like the same value on the command line, with exit 2 and one line."""
-    flags = (flag,) if isinstance(flag, str) else tuple(flag)
-    envs = (env,) if isinstance(env, str) else tuple(env)
-    if "type" in kw:
-        kw["type"] = _named(kw["type"])
-    where = f"env {envs[0]}{''.join(f', alias env {e}' for e in envs[1:])}; default: %(default)r"
-    parser.add_argument(*flags, default=_env(envs, default), help=f"{text} ({where})", **kw)
-
-
-def _kube_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--kubeconfig",
-        default=None,
-        metavar="FILE",
-        type=_named(types.optional_file),
-        help="the kubeconfig (env KUBECONFIG; default: ~/.kube/config, or the service account in a pod)",
-    )
-    _flag(parser, "--context", "SRO_CONTEXT", "", "the kubeconfig context (default: its current-context)")
-
-
-def _proxy_flags(parser: argparse.ArgumentParser) -> None:
-    _flag(
-        parser, "--http-proxy", "SRO_HTTP_PROXY", "", "HTTP proxy injected into proxy-annotated containers",
-        type=types.proxy, metavar="URL",
-    )  # fmt: skip
-    _flag(
-        parser,
-        "--https-proxy",
-        "SRO_HTTPS_PROXY",
-        "",
-        "HTTPS proxy injected likewise",
-        type=types.proxy,
-        metavar="URL",
-    )
-    _flag(
-        parser,
-        "--no-proxy",
-        "SRO_NO_PROXY",
-        "",
-        "NO_PROXY list injected likewise",
-        type=types.no_proxy,
-        metavar="LIST",
-    )
-
-
-def _policy_flag(parser: argparse.ArgumentParser) -> None:
-    _flag(
-        parser,
-        "--recipe-policy",
-        "SRO_RECIPE_POLICY",
-        "",
-        "a YAML file of what recipes may create beyond (or short of) the default policy "
-        "(docs/recipes.md); the same for lint, render and run",
-        type=types.optional_file,
-        metavar="FILE",
-    )
-
-
-def _image_check_flags(parser: argparse.ArgumentParser) -> None:
-    _flag(
-        parser,
-        "--image-check-registries",
-        "SRO_IMAGE_CHECK_REGISTRIES",
-        "",
-        "registries (host[:port], comma-separated; * for every one) whose per-kernel images are "
-        "checked before a kernel group's DaemonSet is made, and pinned by digest (default: none)",
-        type=types.registries,
-        metavar="LIST",
-    )
-    _flag(
-        parser,
-        "--image-check-missing-ttl",
-        "SRO_IMAGE_CHECK_MISSING_TTL",
-        "30",
-        "seconds a registry's 'missing' answer is kept: a pushed image is seen within this",
-        type=types.positive,
-        metavar="SECONDS",
-    )
-
-
-def _api_versions_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--api-versions",
-        action="append",
-        type=types.api_version,
-        metavar="GROUP/VERSION[/KIND]",
-        help="a group/version (every kind of it) or group/version/Kind the target cluster serves "
-        "beyond the built-in Kubernetes kinds, as helm template takes it; repeatable (offline only)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a recipe directory, or a YAML file of SpecialResources and recipe ConfigMaps",
     )
-    _policy_flag(lint)
-    _api_versions_flag(lint)
+    policy_flag(lint)
+    api_versions_flag(lint)
     lint.add_argument(
         "--format",
         default="text",
@@ -218,14 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--cluster-version", default="1.36", help="Kubernetes version for templates (offline)"
     )
-    _flag(
+    flag(
         render, "--namespace", "SRO_NAMESPACE", "sro-system", "the operator's namespace, for templates",
         type=types.namespace,
     )  # fmt: skip
-    _kube_flags(render)  # for --live
-    _proxy_flags(render)
-    _policy_flag(render)
-    _api_versions_flag(render)
+    kube_flags(render)  # for --live
+    proxy_flags(render)
+    policy_flag(render)
+    api_versions_flag(render)
     render.add_argument(
         "-o", "--output", default="yaml", type=types.one_of("yaml", "json"),
         help="yaml (commented, a header per state) or json (one kubectl List)",
@@ -256,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds between reads with --watch",
     )
-    _kube_flags(status)
+    kube_flags(status)
 
     diff = commands.add_parser(
         "diff", help="what run would change on the cluster for a SpecialResource (exit 1 if anything)"
@@ -270,16 +135,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the recipe directory (default: what run uses: a ConfigMap in --namespace, else built in)",
     )
-    _flag(
+    flag(
         diff,
         "--namespace",
         "SRO_NAMESPACE",
         "sro-system",
         "the operator's namespace (ConfigMap recipes)",
     )
-    _kube_flags(diff)
-    _proxy_flags(diff)
-    _policy_flag(diff)
+    kube_flags(diff)
+    proxy_flags(diff)
+    policy_flag(diff)
 
     preflight = commands.add_parser(
         "preflight",
@@ -351,21 +216,21 @@ def build_parser() -> argparse.ArgumentParser:
     preflight.add_argument(
         "--cluster-version", default="1.36", help="Kubernetes version for templates (offline)"
     )
-    _flag(
+    flag(
         preflight,
         "--namespace",
         "SRO_NAMESPACE",
         "sro-system",
         "the operator's namespace (templates; with --live, its ConfigMap recipes)",
     )
-    _kube_flags(preflight)  # for --live
-    _proxy_flags(preflight)
-    _policy_flag(preflight)
+    kube_flags(preflight)  # for --live
+    proxy_flags(preflight)
+    policy_flag(preflight)
 
     run = commands.add_parser(
         "run", help="run the operator (KUBECONFIG locally, the service account in a pod)"
     )
-    _flag(
+    flag(
         run,
         "--namespace",
         "SRO_NAMESPACE",
@@ -373,14 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
         "the operator's namespace (ConfigMap recipes, lease)",
         type=types.namespace,
     )
-    _flag(
+    flag(
         run,
         "--recipes",
         "SRO_RECIPE_DIRS",
         "",
         "drop-in recipe directories, separated by ':'; they override built-in recipes of the same name",
     )
-    _flag(
+    flag(
         run,
         ("--metrics-bind-address", "--metrics-addr"),
         ("SRO_METRICS_BIND_ADDRESS", "SRO_METRICS_ADDR"),
@@ -390,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=types.bind_address,
         metavar="ADDR",
     )
-    _flag(
+    flag(
         run,
         ("--health-probe-bind-address", "--health-addr"),
         ("SRO_HEALTH_PROBE_BIND_ADDRESS", "SRO_HEALTH_ADDR"),
@@ -399,8 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=types.bind_address,
         metavar="ADDR",
     )
-    _kube_flags(run)
-    _flag(
+    kube_flags(run)
+    flag(
         run,
         "--leader-elect",
         "SRO_LEADER_ELECT",
@@ -409,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=types.boolean,
         metavar="BOOL",
     )
-    _flag(
+    flag(
         run,
         "--leader-elect-namespace",
         "SRO_LEADER_ELECT_NAMESPACE",
@@ -417,16 +282,16 @@ def build_parser() -> argparse.ArgumentParser:
         "namespace of the Lease (default: --namespace)",
         type=types.optional_namespace,
     )
-    _flag(
+    flag(
         run, "--log-format", "SRO_LOG_FORMAT", "auto", "log format: json, console or auto",
         type=types.one_of("json", "console", "auto"),
     )  # fmt: skip
-    _flag(
+    flag(
         run, "--log-level", "SRO_LOG_LEVEL", "info", "lowest level logged: debug, info, warning or error",
         type=types.one_of("debug", "info", "warning", "error"), metavar="LEVEL",
     )  # fmt: skip
-    _flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=types.positive)
-    _flag(
+    flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=types.positive)
+    flag(
         run,
         "--write-concurrency",
         "SRO_WRITE_CONCURRENCY",
@@ -434,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         "writes one reconcile keeps in flight when they do not depend on each other",
         type=types.positive,
     )
-    _flag(
+    flag(
         run,
         "--kube-api-qps",
         "SRO_KUBE_API_QPS",
@@ -442,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
         "requests per second to the API server, on average (0: no limit; watches aside)",
         type=types.rate,
     )
-    _flag(
+    flag(
         run,
         "--kube-api-burst",
         "SRO_KUBE_API_BURST",
@@ -450,8 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
         "requests sent at once above --kube-api-qps after a quiet spell",
         type=types.positive,
     )
-    _flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
-    _proxy_flags(run)
-    _policy_flag(run)
-    _image_check_flags(run)
+    flag(run, "--image", "SRO_IMAGE", "", "the operator's own image, offered to recipes as operator.image")
+    proxy_flags(run)
+    policy_flag(run)
+    image_check_flags(run)
     return parser
