@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sro.hooks import (
     base,
+    builds,
     keep_off,
     kernel_affine,
     optional,
@@ -39,6 +40,7 @@ HOOKS: tuple[base.Hook, ...] = (
     base.Hook(name="placement", apply=placement.apply),
     base.Hook(name="keep-off", apply=keep_off.apply),
     base.Hook(name="proxy", annotation=proxy.ANNOTATION, apply=proxy.apply),
+    base.Hook(name="builds", annotation=builds.ANNOTATION, apply=builds.apply, check=builds.check),
     base.Hook(name="pin-digest", annotation=pin_digest.ANNOTATION, apply=pin_digest.apply),
     base.Hook(name="wait", annotation=wait.ANNOTATION, apply=wait.apply),
     base.Hook(

@@ -162,15 +162,16 @@ def pod_objects(pods: Iterable[views.PodView]) -> Mapping[desired.ObjectRef, obs
 def relevant_pods(
     pods: Iterable[views.PodView], *, owned: Mapping[desired.ObjectRef, observed_.LiveObject], sr_name: str
 ) -> tuple[views.PodView, ...]:
-    """Owned bare pods and the pods of owned DaemonSets, by owner uid (a recreated DaemonSet's
-    old pods do not count for the new one)."""
-    owner_uids = {live.uid for live in owned.values() if live.ref.kind == "DaemonSet"}
+    """Owned bare pods and the pods of owned DaemonSets and Jobs (build logs), by owner uid (a
+    recreated DaemonSet's old pods do not count for the new one)."""
+    owner_uids = {live.uid for live in owned.values() if live.ref.kind in ("DaemonSet", "Job")}
     pods = tuple(pods)
     bare = {(ref.namespace, ref.name) for ref in owned if ref.kind == "Pod"}
     return tuple(
         p
         for p in pods
-        if (p.owner_kind == "DaemonSet" and p.owner_uid in owner_uids) or (p.namespace, p.name) in bare
+        if (p.owner_kind in ("DaemonSet", "Job") and p.owner_uid in owner_uids)
+        or (p.namespace, p.name) in bare
     )
 
 
@@ -217,6 +218,7 @@ def observe(
     lagging: frozenset[tuple[str, str]] = frozenset(),
     images: Mapping[str, tuple[observed_.ImageCheck, ...]] = MappingProxyType({}),
     drains: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
+    rechecked: frozenset[str] = frozenset(),
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
     what the registry said of each kernel group's images).
@@ -245,6 +247,7 @@ def observe(
         images=images,
         upgrade_policy=sr.spec.upgrade_policy,
         drains=drains,
+        rechecked=rechecked,
     )
 
 

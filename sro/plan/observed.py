@@ -40,6 +40,7 @@ class ObjectCondition:
     status: str  # "True" | "False" | "Unknown"
     reason: str = ""
     message: str = ""
+    since: str = ""  # lastTransitionTime, RFC 3339
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -103,6 +104,7 @@ class LiveObject:
                         status=str(c.get("status", "")),
                         reason=str(c.get("reason", "") or ""),
                         message=str(c.get("message", "") or ""),
+                        since=str(c.get("lastTransitionTime", "") or ""),
                     )
                     for c in status.get("conditions") or ()
                 }
@@ -111,6 +113,39 @@ class LiveObject:
             deleting=bool(meta.get("deletionTimestamp")),
             deleted_at=str(meta.get("deletionTimestamp") or ""),
             update_strategy=_update_strategy(body),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Revision:
+    """A ControllerRevision the DaemonSet controller keeps for one of sro's DaemonSets: a
+    pod template it had (``hash`` is its pods' ``controller-revision-hash``; the highest
+    ``number`` is the current one). That history is what a failed driver upgrade is rolled
+    back to (``sro.plan.upgrade_rollback``); sro never writes it."""
+
+    name: str
+    owner_uid: str
+    hash: str
+    number: int
+    template: Mapping[str, Any]
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Revision | None:
+        """The revision in ``body``, or None when it is not a DaemonSet's template."""
+        meta = body.get("metadata") or {}
+        owner = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), None)
+        data = body.get("data")
+        spec = data.get("spec") if isinstance(data, Mapping) else None
+        template = spec.get("template") if isinstance(spec, Mapping) else None
+        if owner is None or owner.get("kind") != "DaemonSet" or not isinstance(template, Mapping):
+            return None
+        return cls(
+            name=str(meta.get("name", "")),
+            owner_uid=str(owner.get("uid", "")),
+            hash=str((meta.get("labels") or {}).get("controller-revision-hash", "")),
+            number=_int(body.get("revision")),
+            # The controller stores the template as a strategic-merge patch that replaces it.
+            template=MappingProxyType({k: v for k, v in template.items() if k != "$patch"}),
         )
 
 
@@ -190,6 +225,20 @@ class Observed:
     images: Mapping[str, tuple[ImageCheck, ...]] = field(default_factory=lambda: _NO_IMAGES)
     """Kernel group key -> what the registry said of each of its operand images
     (``sro.plan.images`` decides what follows); empty when nothing was checked."""
+    revisions: tuple[Revision, ...] = ()
+    """The ControllerRevisions of the owned DaemonSets (their template history)."""
+
+    def current_revision(self, owner_uid: str) -> Revision | None:
+        """The DaemonSet's current template revision, if its history is known."""
+        mine = [r for r in self.revisions if r.owner_uid == owner_uid]
+        return max(mine, key=lambda r: r.number) if mine else None
+
+    def revision_of(self, owner_uid: str, hash_: str) -> Revision | None:
+        """The DaemonSet's revision whose pods carry ``controller-revision-hash: hash_``."""
+        return next((r for r in self.revisions if r.owner_uid == owner_uid and r.hash == hash_), None)
+    rechecked: frozenset[str] = frozenset()
+    """Uids of build Jobs whose image the engine has looked up again since they completed
+    (``sro.plan.builds``): engine memory, like ``logs``."""
 
     @cached_property
     def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:

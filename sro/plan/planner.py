@@ -52,6 +52,7 @@ valid label key, raises ``sro.errors.RecipeInvalid`` (render validates these fir
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -59,7 +60,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, progress, times, views
-from sro.plan import images, lifecycle, node_patches
+from sro.plan import builds, images, lifecycle, node_patches
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
 from sro.plan import upgrade as upgrade_
@@ -105,6 +106,7 @@ class Plan:
     events: tuple[events.Event, ...] = ()
     logs_needed: tuple[progress.LogRequest, ...] = ()
     drains: tuple[upgrade_.DrainRequest, ...] = ()
+    recheck: tuple[tuple[str, str], ...] = ()
     requeue_after: float | None = None
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
     blocks: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
@@ -182,15 +184,19 @@ def log_poll(
     return min(LOG_POLL, max(LOG_POLL_MIN, youngest / 4))
 
 
-def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetime) -> Plan:
+def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: datetime) -> Plan:
     """Plan one reconcile of a managed SpecialResource; see the module docstring."""
+    parts = builds.split(rendered, observed)  # build states are not walked (``builds``)
+    wanted, seen = parts.wanted, parts.seen
     verdict = images.decide(wanted, seen)  # images a registry says are not there (if checked)
+    made = builds.decide(parts, observed, rechecked=observed.rechecked, now=now)
     upgrading = upgrade_.replacing(wanted.sr_name, seen.nodes)
     walked = walk_.walk(
         wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
     )
     rollout = upgrade_.plan(wanted, seen, walked, now=now)
-    stale = images.keep_last_good(lifecycle.stale_objects(wanted, seen), verdict)
+    kept = dataclasses.replace(wanted, objects=(*wanted.objects, *made.apply))
+    stale = images.keep_last_good(lifecycle.stale_objects(kept, seen), verdict)
     retry = lifecycle.retries(wanted, seen, walked, now=now)
     candidates = lifecycle.deletion_order(
         (
@@ -209,6 +215,7 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
             log_poll(walked.logs_needed, seen.pods, now=now),
             CATCH_UP if held else None,
             rollout.wake_in,
+            made.wake_in,
         )
         if d is not None
     ]
@@ -228,8 +235,11 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
         status = summary.status_no_nodes(
             previous, wanted=wanted, generation=seen.generation, recipe_source=seen.recipe_source, now=now
         )
-    status = images.status(status, wanted, seen, verdict, now=now)
+    shown = dataclasses.replace(verdict, missing=verdict.missing - made.building)  # building: no news
+    status = images.status(status, wanted, seen, shown, now=now)
+    status = builds.status(status, made, previous=previous, generation=seen.generation, now=now)
     to_apply, cut_objects = _bounded(images.withhold(_to_apply(wanted, seen, walked), verdict))
+    to_apply = (*to_apply, *sorted(made.apply, key=lambda o: (lifecycle.kind_rank(o.kind), o.ref)))
     node_labels = upgrade_.merge(
         images.node_changes(lifecycle.node_changes(wanted, seen, walked), wanted, seen, walked, verdict),
         rollout.node_changes,
@@ -238,6 +248,7 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
     if len(node_labels) > PASS_WRITES or cut_objects:
         delays.append(timedelta(0))  # more to write than one pass carries: go on at once
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}
+    started.update(o.state for o in made.apply if o.ref in seen.objects)
     return Plan(
         apply=to_apply,
         opening=frozenset(o.state for o in to_apply if o.state not in started),
@@ -249,8 +260,9 @@ def plan(wanted: desired.DesiredState, seen: observed_.Observed, *, now: datetim
             *events.render_warnings(previous, status, warnings=wanted.warnings),
             *upgrade_.events(previous, status),
         ),
-        logs_needed=walked.logs_needed,
+        logs_needed=(*walked.logs_needed, *made.logs_needed),
         drains=rollout.drains,
+        recheck=made.recheck,
         requeue_after=_seconds(delays),
         retries=retry.records,
         blocks=lifecycle.downstream(wanted.states),

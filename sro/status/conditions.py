@@ -30,6 +30,8 @@ NO_MATCHING_NODES = "NoMatchingNodes"
 UNMANAGED = "Unmanaged"
 REMOVED = "Removed"
 AS_EXPECTED = "AsExpected"
+BUILDING = "Building"  # an image a kernel group needs is being built in the cluster
+BUILD_FAILED = "BuildFailed"
 ERROR_REASONS = frozenset(
     {
         "RecipeNotFound",
@@ -43,6 +45,7 @@ ERROR_REASONS = frozenset(
         "NamespaceInUse",
         "ImageMissing",
         "RegistryUnavailable",
+        BUILD_FAILED,
         "UpgradeFailed",
     }
 )

@@ -288,6 +288,30 @@ def status_for_error(
     )
 
 
+def status_building(
+    current: Mapping[str, Any], previous: Mapping[str, Any], *, message: str, generation: int, now: datetime
+) -> StatusBody:
+    """``current`` (this pass's status) while an image is built in the cluster: Progressing
+    with reason ``Building``; a Degraded status stays as it is (it needs a look first)."""
+    if current.get("phase") == "Degraded":
+        return cast(StatusBody, dict(current))
+    line = _one_line(message)
+    return _body(
+        generation=generation,
+        phase="Progressing",
+        line=f"{conditions.BUILDING}: {line}",
+        ready=str(current.get("ready", "0/0")),
+        wanted=conditions.triple(
+            ready=(False, conditions.BUILDING, line),
+            progressing=(True, conditions.BUILDING, line),
+            degraded=(False, conditions.AS_EXPECTED, ""),
+        ),
+        previous=previous,
+        now=now,
+        rest=_kept(current),
+    )
+
+
 def degraded(
     base: Mapping[str, Any],
     previous: Mapping[str, Any],

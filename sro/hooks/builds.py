@@ -1,0 +1,79 @@
+"""``sro.dev/builds: <image>``: a Job that builds a kernel group's driver image.
+
+A recipe names its driver image by kernel, and a kernel nobody built a driver for has no
+image. A *build state* lets sro make it: a state holding a kernel-affine Job annotated
+with the image it produces (rendered like the rest of the document, so
+``"{{ set.image }}:{{ kernel.full }}"`` names the same image the driver DaemonSet runs).
+The planner runs that Job only for a kernel group whose image the registry says is
+missing, or again when the build's inputs change (``sro.plan.builds``); a build state is
+never walked on the nodes, so it gates nothing and shows no status row of its own.
+
+This hook checks the annotation: its value must read as an image reference with a tag,
+it belongs on a kernel-affine ``batch/v1`` Job only (a build is per kernel group), and a
+state holding a build Job holds no other workload (what it would gate nobody waits for).
+Any of these broken is RecipeInvalid at the annotation's line, before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+
+from sro import errors
+from sro.hooks import base, keys, podspec
+from sro.model import desired
+
+ANNOTATION = "builds"
+IMAGE_MAX = 512
+_IMAGE = re.compile(
+    r"[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9][a-z0-9._-]*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+)
+
+
+def check(value: str) -> str | None:
+    if len(value) > IMAGE_MAX:
+        return f"is longer than {IMAGE_MAX} characters"
+    if not _IMAGE.fullmatch(value):
+        return "must name an image by repository and tag (registry/repository:tag, no digest)"
+    return None
+
+
+def produces(obj: desired.DesiredObject) -> str | None:
+    """The image ``obj`` builds, or None when it is no build Job."""
+    return keys.get(obj, ANNOTATION)
+
+
+def is_build(obj: desired.DesiredObject) -> bool:
+    return produces(obj) is not None
+
+
+def build_states(objects: Iterable[desired.DesiredObject]) -> frozenset[str]:
+    """The states that hold a build Job."""
+    return frozenset(o.state for o in objects if is_build(o))
+
+
+def without_builds(state: desired.DesiredState) -> desired.DesiredState:
+    """``state`` without its build Jobs: what is applied whatever the registry says
+    (``sro render`` prints this; the Jobs run only for a missing image)."""
+    return dataclasses.replace(state, objects=tuple(o for o in state.objects if not is_build(o)))
+
+
+def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[desired.DesiredObject]:
+    states = build_states(objects)
+    out: list[desired.DesiredObject] = []
+    for obj in objects:
+        where = ctx.locate(obj, ANNOTATION if is_build(obj) else "kind")
+        problem = ""
+        if is_build(obj):
+            if (obj.ref.api_version, obj.ref.kind) != ("batch/v1", "Job"):
+                problem = "sro.dev/builds belongs on a batch/v1 Job"
+            elif obj.kernel_group is None:
+                problem = 'a build Job must be kernel-affine (sro.dev/kernel-affine: "true")'
+        elif obj.state in states and podspec.runs_pods(obj.kind):
+            problem = f"state {obj.state} builds images: its only workloads are Jobs annotated sro.dev/builds"
+        if problem:
+            ctx.problems.add(errors.RecipeInvalid(f"{obj.ref}: {problem}", location=where))
+            continue
+        out.append(obj)
+    return out

@@ -1,0 +1,291 @@
+"""In-cluster builds: when a kernel group's image is missing, run the recipe's build Job.
+
+A recipe may hold a *build state* (``sro.hooks.builds``): a kernel-affine Job annotated
+``sro.dev/builds: <image>``. It is never walked on nodes; this module decides, per
+kernel group, whether its Job runs, from what the registry said (``Observed.images``)
+and the Jobs the cluster has. Everything is read from the cluster each pass (the Job's
+name carries the build's inputs and the attempt), so a restart loses nothing but one
+fresh look at the registry.
+
+* **When.** A group's Job runs when the image it produces is *missing* (not when the
+  registry cannot be asked: that is patience, not a build), and again when the build's
+  *inputs* change while a Job of that group exists (the image was built here before).
+  A prebuilt image that exists is used as it is, and never rebuilt.
+* **Inputs.** A digest of the rendered Job: the recipe's files of that state, the
+  ``set`` values and kernel values it reads, and its container images by digest when
+  their registry is checked (the builder's base image). The Job is named
+  ``<name>-<inputs>-<attempt>``, so a change makes exactly one new Job, and the old
+  one is deleted as no longer desired.
+* **Success.** When the Job completes and the image was still missing, the planner asks
+  the engine to forget that answer (``recheck``) and look again at once; the group then
+  proceeds as with any image that exists. Complete, yet still missing after that look:
+  the build is failed.
+* **Failure.** ``Degraded`` with ``BuildFailed``, the Job's condition and the tail of
+  its pod's log in the message; a new attempt after ``backoff(attempt)`` (exponential,
+  bounded), counted from when the Job failed. The failed Job stays until then: its pod
+  holds the log.
+
+The driver-missing taint is on the group's nodes meanwhile, so build Jobs tolerate it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sro.hooks import base, builds, podspec
+from sro.model import desired, names, progress, times
+from sro.plan import images
+from sro.plan import observed as observed_
+from sro.status import conditions, summary
+from sro.status.body import StatusBody
+
+INPUTS_LABEL = "sro.dev/build-inputs"
+INPUTS_LENGTH = 8
+PREFIX_MAX = 47
+"""A Job's name is ``<prefix>-<8 hex>-<attempt>``; a Job's pods get its name as a label,
+whose values are at most 63 characters."""
+RETRY_BASE = timedelta(seconds=30)
+RETRY_MAX = timedelta(minutes=10)
+LOG_LINES = 12
+"""Lines of the build's log tail a failure message carries (the condition's message is
+bounded by the CRD; the tail is cut to fit)."""
+LOG_CHARS = 1200
+_NEVER = r"[^\s\S]"
+"""A pattern no line matches: the whole tail is kept (``readiness.condense``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spec:
+    """One kernel group's build Job, as rendered."""
+
+    group: desired.KernelGroup
+    image: str
+    obj: desired.DesiredObject
+    inputs: str
+    prefix: str
+
+    def name(self, attempt: int) -> str:
+        return f"{self.prefix}-{self.inputs}-{attempt}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Split:
+    """A render without its build states, and what those states hold."""
+
+    wanted: desired.DesiredState
+    seen: observed_.Observed
+    specs: tuple[Spec, ...] = ()
+    support: tuple[desired.DesiredObject, ...] = ()
+    """The other objects of build states (a ServiceAccount, a ConfigMap): always applied."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """What this pass does about builds."""
+
+    apply: tuple[desired.DesiredObject, ...] = ()
+    building: frozenset[str] = frozenset()
+    """Groups whose missing image a build is making: Progressing (``Building``)."""
+    under_way: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    logs_needed: tuple[progress.LogRequest, ...] = ()
+    recheck: tuple[tuple[str, str], ...] = ()
+    """(image, uid of the Job that built it): answers the engine forgets, once per Job."""
+    wake_in: timedelta | None = None
+
+
+def backoff(attempt: int) -> timedelta:
+    """The wait before attempt ``attempt + 1``: 30 s doubling, at most 10 minutes."""
+    return min(RETRY_BASE * (1 << max(0, min(attempt - 1, 16))), RETRY_MAX)
+
+
+def inputs_digest(body: Mapping[str, object]) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:INPUTS_LENGTH]
+
+
+def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
+    """``wanted`` without build states (and ``after`` edges to them), ``seen`` without the
+    build Jobs' own image answers (a builder image gates no node), and the build specs."""
+    states = builds.build_states(wanted.objects)
+    if not states:
+        return Split(wanted=wanted, seen=seen)
+    specs, support, rest = [], [], []
+    for obj in wanted.objects:
+        image = builds.produces(obj)
+        if image is not None and obj.kernel_group is not None:
+            prefix = names.suffixed(obj.ref.name, "", identity=obj.ref.name, limit=PREFIX_MAX)
+            specs.append(
+                Spec(
+                    group=obj.kernel_group,
+                    image=image,
+                    obj=obj,
+                    inputs=inputs_digest(obj.body),
+                    prefix=prefix,
+                )
+            )
+        elif obj.state in states:
+            support.append(obj)
+        else:
+            rest.append(obj)
+    kept = tuple(
+        desired.StateSpec(name=s.name, after=tuple(a for a in s.after if a not in states))
+        for s in wanted.states
+        if s.name not in states
+    )
+    checks = {key: tuple(c for c in found if c.state not in states) for key, found in seen.images.items()}
+    return Split(
+        wanted=dataclasses.replace(wanted, states=kept, objects=tuple(rest)),
+        seen=dataclasses.replace(seen, images={k: v for k, v in checks.items() if v}),
+        specs=tuple(specs),
+        support=tuple(support),
+    )
+
+
+def job(spec: Spec, attempt: int, *, sr_name: str) -> desired.DesiredObject:
+    """The Job of ``spec``'s ``attempt``: named and labelled with its inputs, tolerating
+    the driver-missing taint of the nodes it builds for."""
+    new, body = base.edit(spec.obj)
+    meta = base.metadata(body)
+    meta["name"] = spec.name(attempt)
+    base.sub(meta, "labels")[INPUTS_LABEL] = spec.inputs
+    pod = podspec.pod_spec(body)
+    if pod is not None:
+        taint = images.driver_missing_taint(sr_name)
+        toleration = {"key": taint.key, "operator": "Exists", "effect": taint.effect}
+        pod["tolerations"] = [*(t for t in pod.get("tolerations") or () if t != toleration), toleration]
+    return dataclasses.replace(new, wait=False)
+
+
+def _jobs(spec: Spec, seen: observed_.Observed) -> dict[tuple[str, int], observed_.LiveObject]:
+    """(inputs, attempt) -> the live Jobs of ``spec``'s group."""
+    pattern = re.compile(re.escape(spec.prefix) + r"-([0-9a-f]{8})-([0-9]{1,6})")
+    out = {}
+    for ref, live in seen.objects.items():
+        if ref.kind != "Job" or ref.namespace != spec.obj.ref.namespace:
+            continue
+        found = pattern.fullmatch(ref.name)
+        if found:
+            out[(found.group(1), int(found.group(2)))] = live
+    return out
+
+
+def _true(live: observed_.LiveObject, kind: str) -> observed_.ObjectCondition | None:
+    found = live.conditions.get(kind)
+    return found if found is not None and found.status == "True" else None
+
+
+def _tail(live: observed_.LiveObject, seen: observed_.Observed) -> tuple[str, progress.LogRequest | None]:
+    """The newest pod of Job ``live``: its log tail (when fetched), or a request for it."""
+    pods = sorted(
+        (p for p in seen.pods if p.owner_kind == "Job" and p.owner_uid == live.uid), key=lambda p: p.created
+    )
+    if not pods:
+        return "", None
+    pod = pods[-1]
+    tails = seen.logs.get(pod.uid)
+    if tails is None:
+        containers = tuple(c.name for c in pod.containers)
+        return "", progress.LogRequest(
+            namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=containers, pattern=_NEVER
+        )
+    lines = [line for text in tails.values() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-LOG_LINES:])[-LOG_CHARS:], None
+
+
+def _kernel(spec: Spec) -> str:
+    return f"kernel {spec.group.kernel} ({spec.group.os.tag})"
+
+
+def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str], now: datetime) -> Decision:
+    """What each group's build does this pass (``seen`` with every image answer)."""
+    apply: list[desired.DesiredObject] = list(split_.support)
+    building: set[str] = set()
+    moving: list[str] = []
+    failed: list[str] = []
+    logs: list[progress.LogRequest] = []
+    recheck: list[tuple[str, str]] = []
+    waits: list[timedelta] = []
+    sr_name = split_.wanted.sr_name
+    for spec in split_.specs:
+        check = next((c for c in seen.images.get(spec.group.key, ()) if c.image == spec.image), None)
+        missing = check is not None and check.missing
+        live = _jobs(spec, seen)
+        current = sorted(n for (h, n) in live if h == spec.inputs)
+        if not current:
+            if missing or live:
+                apply.append(job(spec, 1, sr_name=sr_name))
+                building.update({spec.group.key} if missing else ())
+                why = "missing" if missing else "built from inputs that changed"
+                moving.append(f"building {spec.image} for {_kernel(spec)} ({why}): Job {spec.name(1)}")
+            continue
+        attempt = current[-1]
+        found = live[(spec.inputs, attempt)]
+        done, broken = _true(found, "Complete"), _true(found, "Failed")
+        if done is None and broken is None:
+            apply.append(job(spec, attempt, sr_name=sr_name))
+            building.update({spec.group.key} if missing else ())
+            moving.append(f"building {spec.image} for {_kernel(spec)}: Job {spec.name(attempt)} running")
+            continue
+        if done is not None and not missing:
+            apply.append(job(spec, attempt, sr_name=sr_name))  # kept: the record of this build
+            continue
+        if done is not None and found.uid not in rechecked:
+            apply.append(job(spec, attempt, sr_name=sr_name))
+            building.add(spec.group.key)
+            recheck.append((spec.image, found.uid))
+            moving.append(f"built {spec.image} for {_kernel(spec)}: Job {spec.name(attempt)}, looking again")
+            waits.append(timedelta(0))
+            continue
+        ended = times.parse((done or broken or observed_.ObjectCondition(status="")).since)
+        due = (ended or now) + backoff(attempt)
+        if now >= due:
+            apply.append(job(spec, attempt + 1, sr_name=sr_name))
+            building.update({spec.group.key} if missing else ())
+            moving.append(f"building {spec.image} for {_kernel(spec)}: Job {spec.name(attempt + 1)} (retry)")
+            continue
+        apply.append(job(spec, attempt, sr_name=sr_name))
+        waits.append(due - now)
+        if broken is not None:
+            said = broken.message or broken.reason or "failed"
+            tail, request = _tail(found, seen)
+            logs.extend([request] if request else ())
+        else:
+            said, tail = f"it completed but {spec.image} still does not exist in its registry", ""
+        log_part = f"; log: {tail}" if tail else ""
+        failed.append(
+            f"build Job {found.ref.namespace}/{found.ref.name} of {spec.image} for {_kernel(spec)} failed "
+            f"(attempt {attempt}): {said}{log_part}; next attempt in {int((due - now).total_seconds())} s"
+        )
+    return Decision(
+        apply=tuple(apply),
+        building=frozenset(building),
+        under_way=tuple(moving),
+        failed=tuple(failed),
+        logs_needed=tuple(logs),
+        recheck=tuple(recheck),
+        wake_in=min(waits) if waits else None,
+    )
+
+
+def status(
+    status_: StatusBody, made: Decision, *, previous: Mapping[str, Any], generation: int, now: datetime
+) -> StatusBody:
+    """``status_`` with the builds' word: ``BuildFailed`` outranks the images' own reason
+    (it says why the image is missing), a build under way is ``Building``."""
+    if made.failed:
+        return summary.status_for_error(
+            previous, reason=conditions.BUILD_FAILED, message="; ".join(made.failed), generation=generation,
+            now=now, current=status_,
+        )  # fmt: skip
+    if made.under_way:
+        message = "; ".join(made.under_way)
+        return summary.status_building(status_, previous, message=message, generation=generation, now=now)
+    return status_
