@@ -20,7 +20,7 @@ import sro
 from sro import cli_lint, errors
 from sro import settings as settings_
 from sro.cli_args import build_parser
-from sro.hooks import offline_inputs, pipeline
+from sro.hooks import builds, offline_inputs, pipeline
 from sro.model import desired, inventory, recipe_policy, views
 from sro.model import specialresource as srmodel
 from sro.render import graph, kinds, policy_file, printing, values
@@ -94,6 +94,7 @@ def _render(args: argparse.Namespace) -> int:
         result = _render_desired(args, sr, recipe)
     except errors.RecipeError as exc:  # at the line of the file given, when it was a ConfigMap
         raise loaded.relocate(offline_inputs.relocate_values(exc, {sr.name: inputs.srs[0]})) from None
+    result = builds.without_builds(result)  # a build Job runs only for an image the registry lacks
     refused = printing.refused_filter(result, states=args.state or (), node=args.node)
     if refused:
         print(f"sro render: {refused}", file=sys.stderr)

@@ -32,7 +32,7 @@ import yaml
 import sro
 from sro import errors
 from sro import settings as settings_
-from sro.hooks import offline, pipeline
+from sro.hooks import builds, offline, pipeline
 from sro.images import answers, credentials, needs, secrets
 from sro.images import client as client_
 from sro.model import desired, kernels, selection, views
@@ -98,7 +98,7 @@ def needs_for(
     nodes = [synthetic_node(kernel=kernel, os=os, selector=selector, arch=arch) for os in oses]
     state = pipeline.render_desired(sr, recipe, nodes, env=env)
     unique: dict[tuple[str, str], needs.Need] = {}
-    for need in needs.kernel_images(state):
+    for need in needs.kernel_images(builds.without_builds(state)):  # a builder gates nothing
         unique.setdefault((need.state, need.image), need)
     return list(unique.values()), state.warnings
 

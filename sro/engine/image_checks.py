@@ -15,7 +15,7 @@ event loop. The checked render comes back pinned by digest (``sro.images.pins``)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
@@ -83,6 +83,12 @@ class ImageChecks:
         found = await asyncio.gather(*(self._ask(n) for n in chosen))
         images = pins.checks(chosen, {n.image: a for n, a in zip(chosen, found, strict=True)})
         return Checked(state=pins.pin(wanted, images), images=images)
+
+    def forget(self, images: Iterable[str]) -> None:
+        """Drop the answers about ``images`` (a build in the cluster just pushed them)."""
+        if self._resolver is not None:
+            for image in images:
+                self._resolver.cache.forget(image)
 
     async def _ask(self, need: needs.Need) -> answers.Answer:
         assert self._resolver is not None and self._secrets is not None

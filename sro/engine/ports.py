@@ -102,6 +102,10 @@ class Images(Protocol):
         """``wanted`` with checked images pinned by digest, and the answers per kernel group."""
         ...
 
+    def forget(self, images: Iterable[str]) -> None:
+        """Drop the cached answers about ``images``: the next check asks their registries."""
+        ...
+
 
 class Kinds(Protocol):
     """What the cluster serves, and the watches owned kinds need."""

@@ -57,6 +57,7 @@ class _Memory:
     rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
     held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # what drains left, by node
+    rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,11 +219,15 @@ class Engine:
             drains=memory.drained,
             lagging=self._reader.lagging(inputs.watched_kinds(wanted.objects, owned)),
             images={} if checked is None else checked.images,
+            rechecked=memory.rechecked,
         )
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
         planned = await compute.plan(wanted, seen, now=now)
         memory.retries = dict(planned.retries)
+        memory.rechecked = self._recheck(
+            planned, memory.rechecked, jobs={v.uid for v in mine if v.ref.kind == "Job"}
+        )
         if planned.walk is not None:
             self.state_nodes[sr.name] = {s: planned.walk.phase_counts(s) for s in planned.walk.order}
 
@@ -265,6 +270,13 @@ class Engine:
         )
 
     # -- steps ----------------------------------------------------------------------
+
+    def _recheck(self, planned: planner.Plan, done: frozenset[str], *, jobs: set[str]) -> frozenset[str]:
+        """Forget the answers the plan names (a build just made those images), and remember
+        for which Jobs, so each is looked up again once (kept only while the Job exists)."""
+        if self._images is not None and planned.recheck:
+            self._images.forget(image for image, _ in planned.recheck)
+        return frozenset(uid for uid in (*done, *(uid for _, uid in planned.recheck)) if uid in jobs)
 
     async def _peers(
         self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, nodes: Sequence[views.NodeView]

@@ -38,7 +38,7 @@ from sro.apply import diff as apply_diff
 from sro.apply import ssa
 from sro.cache import projections
 from sro.engine import recipes, writes
-from sro.hooks import offline, ownership, pipeline
+from sro.hooks import builds, offline, ownership, pipeline
 from sro.kube import discovery, http
 from sro.model import desired, views
 from sro.model import specialresource as srmodel
@@ -183,7 +183,7 @@ async def changes(
             is_served=facts.is_served,
             policy=policy_file.load(policy_path),
         )
-        wanted = pipeline.render_desired(sr, recipe, nodes, env=env)
+        wanted = builds.without_builds(pipeline.render_desired(sr, recipe, nodes, env=env))
         known = discovery.Discovery(api)
         await known.read()
         reader = ssa.Writer(api=api, discovery=known)
