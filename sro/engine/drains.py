@@ -23,7 +23,7 @@ import structlog
 from sro import errors
 from sro.engine import ports, waves
 from sro.model import desired
-from sro.plan import upgrade
+from sro.plan import upgrade_records
 
 log = structlog.get_logger(__name__)
 
@@ -31,7 +31,7 @@ MIRROR = "kubernetes.io/config.mirror"
 OWNER_LABEL = "sro.dev/owner"
 
 
-def _left_alone(pod: Mapping[str, Any], request: upgrade.DrainRequest) -> bool:
+def _left_alone(pod: Mapping[str, Any], request: upgrade_records.DrainRequest) -> bool:
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -43,7 +43,7 @@ def _left_alone(pod: Mapping[str, Any], request: upgrade.DrainRequest) -> bool:
     return any(labels.get(k) != v for k, v in request.pod_selector.items())
 
 
-def _why_not(pod: Mapping[str, Any], request: upgrade.DrainRequest) -> str:
+def _why_not(pod: Mapping[str, Any], request: upgrade_records.DrainRequest) -> str:
     """Why ``pod`` cannot be evicted now, or "" if it can."""
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
         return "terminating"
@@ -53,7 +53,7 @@ def _why_not(pod: Mapping[str, Any], request: upgrade.DrainRequest) -> str:
     return ""
 
 
-async def _one(writer: ports.Writer, request: upgrade.DrainRequest) -> tuple[str, ...]:
+async def _one(writer: ports.Writer, request: upgrade_records.DrainRequest) -> tuple[str, ...]:
     left: list[str] = []
     for pod in await writer.node_pods(request.node):
         if _left_alone(pod, request):
@@ -84,13 +84,16 @@ async def _one(writer: ports.Writer, request: upgrade.DrainRequest) -> tuple[str
 
 
 async def drain(
-    writer: ports.Writer, requests: Iterable[upgrade.DrainRequest], *, limit: int = waves.DEFAULT_LIMIT
+    writer: ports.Writer,
+    requests: Iterable[upgrade_records.DrainRequest],
+    *,
+    limit: int = waves.DEFAULT_LIMIT,
 ) -> dict[str, tuple[str, ...]]:
     """Carry out ``requests``: node -> what is left on it (empty: drained). A node whose
     pods could not be listed or evicted for another reason is left out (asked again)."""
     results: dict[str, tuple[str, ...]] = {}
 
-    async def one(request: upgrade.DrainRequest) -> None:
+    async def one(request: upgrade_records.DrainRequest) -> None:
         try:
             results[request.node] = await _one(writer, request)
         except errors.SroError as exc:

@@ -120,12 +120,28 @@ def partition(
     owned: Iterable[projections.ObjectView], sr_uid: str
 ) -> tuple[tuple[projections.ObjectView, ...], tuple[projections.ObjectView, ...]]:
     """Labelled objects split into sro's (carrying its owner reference) and the others,
-    which sro never updates, deletes or counts as its own."""
+    which sro never updates, deletes or counts as its own. ControllerRevisions are in
+    neither: the DaemonSet controller makes them, with the labels of sro's pod templates
+    (``revisions`` reads them)."""
     mine: list[projections.ObjectView] = []
     foreign: list[projections.ObjectView] = []
     for view in owned:
+        if view.ref.kind == REVISION_KIND:
+            continue
         (mine if is_ours(view.body, sr_uid) else foreign).append(view)
     return tuple(mine), tuple(foreign)
+
+
+REVISION_KIND = "ControllerRevision"
+
+
+def revisions(
+    owned: Iterable[projections.ObjectView], objects: Mapping[desired.ObjectRef, observed_.LiveObject]
+) -> tuple[observed_.Revision, ...]:
+    """The template history of the owned DaemonSets (ControllerRevisions they control)."""
+    uids = {live.uid for live in objects.values() if live.ref.kind == "DaemonSet" and live.uid}
+    found = (observed_.Revision.from_body(v.body) for v in owned if v.ref.kind == REVISION_KIND)
+    return tuple(r for r in found if r is not None and r.owner_uid in uids)
 
 
 def live_objects(owned: Iterable[projections.ObjectView]) -> Mapping[desired.ObjectRef, observed_.LiveObject]:
@@ -228,12 +244,14 @@ def observe(
     """
     nodes = tuple(nodes)
     selected = frozenset(wanted.nodes)
+    owned = tuple(owned)
     mine = [v for v in partition(owned, sr.uid)[0] if v.ref != namespace_ref(sr)]
     namespace_pods = tuple(namespace_pods)
     bare = owned_pods(namespace_pods, sr_name=sr.name, sr_uid=sr.uid)
     objects = {**live_objects(mine), **pod_objects(bare)}
     return observed_.Observed(
         generation=sr.generation,
+        revisions=revisions(owned, objects),
         nodes={n.name: n for n in nodes if n.name in selected},
         departed=departed(sr.name, nodes, selected=selected),
         objects=objects,

@@ -60,7 +60,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, progress, times, views
-from sro.plan import builds, images, lifecycle, node_patches
+from sro.plan import builds, images, lifecycle, node_patches, upgrade_records, upgrade_status
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
 from sro.plan import upgrade as upgrade_
@@ -105,7 +105,7 @@ class Plan:
     status: StatusBody
     events: tuple[events.Event, ...] = ()
     logs_needed: tuple[progress.LogRequest, ...] = ()
-    drains: tuple[upgrade_.DrainRequest, ...] = ()
+    drains: tuple[upgrade_records.DrainRequest, ...] = ()
     recheck: tuple[tuple[str, str], ...] = ()
     requeue_after: float | None = None
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
@@ -190,7 +190,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     wanted, seen = parts.wanted, parts.seen
     verdict = images.decide(wanted, seen)  # images a registry says are not there (if checked)
     made = builds.decide(parts, observed, rechecked=observed.rechecked, now=now)
-    upgrading = upgrade_.replacing(wanted.sr_name, seen.nodes)
+    upgrading = upgrade_records.replacing(wanted.sr_name, seen.nodes)
     walked = walk_.walk(
         wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
     )
@@ -238,13 +238,21 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     shown = dataclasses.replace(verdict, missing=verdict.missing - made.building)  # building: no news
     status = images.status(status, wanted, seen, shown, now=now)
     status = builds.status(status, made, previous=previous, generation=seen.generation, now=now)
-    to_apply, cut_objects = _bounded(images.withhold(_to_apply(wanted, seen, walked), verdict))
+    restored = tuple(rollout.restore.get(o.ref, o) for o in _to_apply(wanted, seen, walked))  # a rollback
+    to_apply, cut_objects = _bounded(images.withhold(restored, verdict))
     to_apply = (*to_apply, *sorted(made.apply, key=lambda o: (lifecycle.kind_rank(o.kind), o.ref)))
-    node_labels = upgrade_.merge(
+    node_labels = upgrade_status.merge(
         images.node_changes(lifecycle.node_changes(wanted, seen, walked), wanted, seen, walked, verdict),
         rollout.node_changes,
     )
-    status = upgrade_.with_status(status, rollout, previous=previous, generation=seen.generation, now=now)
+    status = upgrade_status.with_status(
+        status,
+        halted=rollout.halted,
+        upgrade=rollout.status,
+        previous=previous,
+        generation=seen.generation,
+        now=now,
+    )
     if len(node_labels) > PASS_WRITES or cut_objects:
         delays.append(timedelta(0))  # more to write than one pass carries: go on at once
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}
@@ -258,7 +266,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         events=(
             *events.transitions(previous, status, removed=[d.ref for d in stale if d in delete]),
             *events.render_warnings(previous, status, warnings=wanted.warnings),
-            *upgrade_.events(previous, status),
+            *upgrade_status.events(previous, status),
         ),
         logs_needed=(*walked.logs_needed, *made.logs_needed),
         drains=rollout.drains,

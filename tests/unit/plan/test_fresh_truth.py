@@ -15,12 +15,12 @@ from dataclasses import replace
 import pytest
 from builders import SR, T0, World, ds, ds_pod, live, node, node_pods, seen, states, wanted
 
-from sro.plan import lifecycle, planner, upgrade
+from sro.plan import lifecycle, planner, upgrade, upgrade_records
 
 pytestmark = pytest.mark.unit
 
 NODE = ("v1", "Node")
-REPLACING = {upgrade.label(SR): upgrade.REPLACING}
+REPLACING = {upgrade_records.label(SR): upgrade_records.REPLACING}
 POD = ("v1", "Pod")
 DAEMONSET = ("apps/v1", "DaemonSet")
 

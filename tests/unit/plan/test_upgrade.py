@@ -19,20 +19,25 @@ import pytest
 from builders import SR, T0, ds, ds_pod, live, node, seen, states, wanted
 
 from sro.model import upgrade_policy, views
-from sro.plan import lifecycle, node_patches, planner, upgrade
+from sro.plan import lifecycle, node_patches, planner, upgrade_records
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
 
-DRIVER = ds("driver", "state-driver")
-LABEL = upgrade.label(SR)
-NOTE = upgrade.annotation(SR)
+TEMPLATE = {"metadata": {"labels": {"app": "driver"}}, "spec": {"containers": [{"name": "d", "image": "d:2"}]}}
+_DS = ds("driver", "state-driver")
+DRIVER = replace(
+    _DS, body={**_DS.body, "spec": {"updateStrategy": {"type": "OnDelete"}, "template": TEMPLATE}}
+)
+LABEL = upgrade_records.label(SR)
+NOTE = upgrade_records.annotation(SR)
+REVISION = upgrade_records.revision(wanted(states("state-driver"), [DRIVER], ["n00"]))
 
 
 def _record(
     phase: str, *, cordoned: bool = True, since: str = "2026-11-22T06:00:00Z", **kw: Any
 ) -> dict[str, str]:
-    rec = upgrade.Record(phase=phase, since=since, cordoned=cordoned, revision="driver@2", **kw)
+    rec = upgrade_records.Record(phase=phase, since=since, cordoned=cordoned, revision=REVISION, **kw)
     return {NOTE: rec.to_json()}
 
 
@@ -63,7 +68,7 @@ def _changes(p: planner.Plan) -> dict[str, node_patches.NodeChange]:
 def test_nodes_start_within_max_parallel_and_max_unavailable_counting_every_unavailable_node() -> None:
     policy = upgrade_policy.UpgradePolicy(max_unavailable="30%", max_parallel=5)
     p = _world(10, policy=policy)
-    started = {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade.CORDONED}
+    started = {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade_records.CORDONED}
     assert started == {"n00", "n01", "n02"}  # 30% of 10: three, though five may run in parallel
     assert all(_changes(p)[n].unschedulable is True for n in started)
     assert json.loads(_changes(p)["n00"].annotations[NOTE])["cordoned"] is True
@@ -73,7 +78,7 @@ def test_nodes_start_within_max_parallel_and_max_unavailable_counting_every_unav
     sick = replace(node("n06"), ready=False)
     p = _world(10, policy=policy, nodes={"n05": admin, "n06": sick})
     changed = _changes(p)
-    assert {n for n, c in changed.items() if c.labels.get(LABEL) == upgrade.CORDONED} == {"n00"}
+    assert {n for n, c in changed.items() if c.labels.get(LABEL) == upgrade_records.CORDONED} == {"n00"}
     assert "n05" not in changed and "n06" not in changed  # never touched
     assert p.status["upgrade"]["skipped"] == ["n05", "n06"]
 
@@ -81,11 +86,11 @@ def test_nodes_start_within_max_parallel_and_max_unavailable_counting_every_unav
 def test_in_progress_nodes_use_up_max_parallel() -> None:
     policy = upgrade_policy.UpgradePolicy(max_unavailable="100%", max_parallel=2)
     busy = {
-        n: node(n, {LABEL: upgrade.DRAINING}, unschedulable=True, annotations=_record("draining"))
+        n: node(n, {LABEL: upgrade_records.DRAINING}, unschedulable=True, annotations=_record("draining"))
         for n in ("n00", "n01")
     }
     p = _world(6, policy=policy, nodes=busy)
-    assert not [c for c in p.node_labels if c.labels.get(LABEL) == upgrade.CORDONED]
+    assert not [c for c in p.node_labels if c.labels.get(LABEL) == upgrade_records.CORDONED]
     assert {d.node for d in p.drains} == {"n00", "n01"}
 
 
@@ -95,20 +100,22 @@ def test_a_node_walks_cordoned_draining_replacing_validating_done() -> None:
     def at(phase: str, **kw: Any) -> views.NodeView:
         return node("n00", {LABEL: phase}, unschedulable=True, annotations=_record(phase, **kw))
 
-    p = _world(2, policy=policy, nodes={"n00": at(upgrade.CORDONED)})
-    assert _changes(p)["n00"].labels[LABEL] == upgrade.DRAINING
-    p = _world(2, policy=policy, nodes={"n00": at(upgrade.DRAINING)})
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade_records.CORDONED)})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade_records.DRAINING
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade_records.DRAINING)})
     assert [d.node for d in p.drains] == ["n00"] and "n00" not in _changes(p)
-    p = _world(2, policy=policy, nodes={"n00": at(upgrade.DRAINING)}, drains={"n00": ()})
-    assert _changes(p)["n00"].labels[LABEL] == upgrade.REPLACING
-    p = _world(2, policy=policy, nodes={"n00": at(upgrade.REPLACING)})
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade_records.DRAINING)}, drains={"n00": ()})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade_records.REPLACING
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade_records.REPLACING)})
     assert [(d.ref.name, d.uid) for d in p.delete] == [("driver-n00", "pod-driver-n00-1")]
-    p = _world(2, policy=policy, nodes={"n00": at(upgrade.REPLACING)}, generations={"n00": 2})
-    assert _changes(p)["n00"].labels[LABEL] == upgrade.VALIDATING
-    p = _world(2, policy=policy, nodes={"n00": at(upgrade.VALIDATING)}, generations={"n00": 2})
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade_records.REPLACING)}, generations={"n00": 2})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade_records.VALIDATING
+    p = _world(2, policy=policy, nodes={"n00": at(upgrade_records.VALIDATING)}, generations={"n00": 2})
     done = _changes(p)["n00"]
     assert (
-        done.labels[LABEL] == upgrade.DONE and done.unschedulable is False and done.annotations[NOTE] is None
+        done.labels[LABEL] == upgrade_records.DONE
+        and done.unschedulable is False
+        and done.annotations[NOTE] is None
     )
 
 
@@ -116,7 +123,7 @@ def test_sro_never_uncordons_a_node_it_did_not_cordon() -> None:
     policy = upgrade_policy.UpgradePolicy(max_unavailable="1")
     theirs = node(
         "n00",
-        {LABEL: upgrade.VALIDATING},
+        {LABEL: upgrade_records.VALIDATING},
         unschedulable=True,
         annotations=_record("validating", cordoned=False),
     )
@@ -138,7 +145,9 @@ def test_a_cordon_carries_the_nodes_resource_version() -> None:
 
 def test_a_pending_nodes_previous_driver_still_counts_and_a_replacing_nodes_does_not() -> None:
     policy = upgrade_policy.UpgradePolicy(max_unavailable="1")
-    replacing = node("n01", {LABEL: upgrade.REPLACING}, unschedulable=True, annotations=_record("replacing"))
+    replacing = node(
+        "n01", {LABEL: upgrade_records.REPLACING}, unschedulable=True, annotations=_record("replacing")
+    )
     p = _world(3, policy=policy, nodes={"n01": replacing})
     assert p.walk is not None
     assert p.walk.nodes["n00"]["state-driver"].phase.value == "Complete"
@@ -149,7 +158,9 @@ def test_a_drain_past_its_timeout_fails_the_node_which_stays_cordoned_and_halts_
     policy = upgrade_policy.UpgradePolicy(
         max_unavailable="2", max_parallel=2, drain=upgrade_policy.Drain(timeout_seconds=60)
     )
-    draining = node("n00", {LABEL: upgrade.DRAINING}, unschedulable=True, annotations=_record("draining"))
+    draining = node(
+        "n00", {LABEL: upgrade_records.DRAINING}, unschedulable=True, annotations=_record("draining")
+    )
     p = _world(
         4,
         policy=policy,
@@ -158,9 +169,9 @@ def test_a_drain_past_its_timeout_fails_the_node_which_stays_cordoned_and_halts_
         now_after=timedelta(seconds=61),
     )
     change = _changes(p)["n00"]
-    assert change.labels[LABEL] == upgrade.FAILED and change.unschedulable is None
+    assert change.labels[LABEL] == upgrade_records.FAILED and change.unschedulable is None
     assert "apps/web-1" in json.loads(str(change.annotations[NOTE]))["reason"]
-    assert not [c for c in p.node_labels if c.labels.get(LABEL) == upgrade.CORDONED]  # halted at once
+    assert not [c for c in p.node_labels if c.labels.get(LABEL) == upgrade_records.CORDONED]  # halted at once
     degraded = conditions.find(p.status["conditions"], conditions.DEGRADED)
     assert degraded is not None and degraded["reason"] == "UpgradeFailed" and "n00" in degraded["message"]
     assert [e.reason for e in p.events if e.reason == "UpgradeFailed"] == ["UpgradeFailed"]
@@ -170,17 +181,20 @@ def test_a_drain_past_its_timeout_fails_the_node_which_stays_cordoned_and_halts_
 def test_a_failed_node_below_max_failed_nodes_lets_the_rest_go_on() -> None:
     policy = upgrade_policy.UpgradePolicy(max_unavailable="3", max_parallel=1, max_failed_nodes=2)
     failed = node(
-        "n00", {LABEL: upgrade.FAILED}, unschedulable=True, annotations=_record("failed", reason="x")
+        "n00", {LABEL: upgrade_records.FAILED}, unschedulable=True, annotations=_record("failed", reason="x")
     )
     p = _world(4, policy=policy, nodes={"n00": failed})
-    assert {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade.CORDONED} == {"n01"}
+    assert {n for n, c in _changes(p).items() if c.labels.get(LABEL) == upgrade_records.CORDONED} == {"n01"}
     assert p.status["upgrade"]["failingNodes"] == [{"node": "n00", "reason": "x"}]
 
 
 def test_teardown_uncordons_only_nodes_an_upgrade_of_sro_cordoned_and_drops_the_record() -> None:
-    ours = node("n00", {LABEL: upgrade.DRAINING}, unschedulable=True, annotations=_record("draining"))
+    ours = node("n00", {LABEL: upgrade_records.DRAINING}, unschedulable=True, annotations=_record("draining"))
     theirs = node(
-        "n01", {LABEL: upgrade.FAILED}, unschedulable=True, annotations=_record("failed", cordoned=False)
+        "n01",
+        {LABEL: upgrade_records.FAILED},
+        unschedulable=True,
+        annotations=_record("failed", cordoned=False),
     )
     changes = {c.node: c for c in lifecycle.strip_nodes(SR, [ours, theirs])}
     assert changes["n00"].unschedulable is False and changes["n00"].annotations == {NOTE: None}
