@@ -54,9 +54,17 @@ def build_states(objects: Iterable[desired.DesiredObject]) -> frozenset[str]:
 
 
 def without_builds(state: desired.DesiredState) -> desired.DesiredState:
-    """``state`` without its build Jobs: what is applied whatever the registry says
-    (``sro render`` prints this; the Jobs run only for a missing image)."""
-    return dataclasses.replace(state, objects=tuple(o for o in state.objects if not is_build(o)))
+    """``state`` without its build Jobs (and states left empty by that): what is applied
+    whatever the registry says (``sro render`` prints this; the Jobs run only for a
+    missing image)."""
+    objects = tuple(o for o in state.objects if not is_build(o))
+    gone = build_states(state.objects) - {o.state for o in objects}  # nothing else in them
+    states = tuple(
+        dataclasses.replace(s, after=tuple(a for a in s.after if a not in gone))
+        for s in state.states
+        if s.name not in gone
+    )
+    return dataclasses.replace(state, objects=objects, states=states)
 
 
 def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[desired.DesiredObject]:

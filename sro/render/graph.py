@@ -12,6 +12,8 @@ from __future__ import annotations
 from sro.render import recipe as recipe_
 
 _COMPLETE = "complete"
+_BUILDS = "sro.dev/builds:"
+"""A state whose documents carry this annotation builds images (``sro.hooks.builds``)."""
 
 
 def _node_id(index: int) -> str:
@@ -32,18 +34,24 @@ def mermaid(recipe: recipe_.Recipe, *, sr_name: str | None = None) -> str:
     sr = sr_name or recipe.name
     ids = {state.name: _node_id(i) for i, state in enumerate(recipe.states)}
     lines = ["flowchart TD"]
+    builds = {state.name for state in recipe.states if any(_BUILDS in doc.text for doc in state.documents)}
     for state in recipe.states:
         per_kernel = any(doc.kernel_affine for doc in state.documents)
         detail = "per kernel group<br/>" if per_kernel else ""
+        if state.name in builds:  # not walked on nodes: no label, nothing waits for it
+            text = _label(f"{state.name}<br/>{detail}builds a missing image, not walked on nodes")
+            lines.append(f'    {ids[state.name]}[/"{text}"/]')
+            continue
         text = _label(f"{state.name}<br/>{detail}{sr}.sro.dev/{state.name}=ready")
         lines.append(f'    {ids[state.name]}["{text}"]')
     done = _label(f"{sr}.sro.dev/{_COMPLETE}=true")
     lines.append(f'    done(["{done}"])')
     for state in recipe.states:
         for before in state.after:
-            lines.append(f"    {ids[before]} --> {ids[state.name]}")
+            if before not in builds and state.name not in builds:
+                lines.append(f"    {ids[before]} --> {ids[state.name]}")
     followed = {before for state in recipe.states for before in state.after}
     for state in recipe.states:
-        if state.name not in followed:
+        if state.name not in followed and state.name not in builds:
             lines.append(f"    {ids[state.name]} --> done")
     return "\n".join(lines) + "\n"
