@@ -49,6 +49,7 @@ OWNED_KINDS = (
     ("v1", "Service"),
     ("apps/v1", "DaemonSet"),
     ("apps/v1", "Deployment"),
+    ("apps/v1", "ControllerRevision"),  # DaemonSets' template history: what a rollback restores
     ("batch/v1", "Job"),
     ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),

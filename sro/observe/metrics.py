@@ -40,7 +40,18 @@ PHASES = ("Pending", "Progressing", "Complete", "Failed")
 """The phases of a state on a node (``sro.model.progress.Phase``), each published per state."""
 REGISTRY_OUTCOMES = ("exists", "missing", "unauthorized", "unreachable", "invalid")  # sro.images.answers
 FLAP_OUTCOMES = ("seen", "absorbed", "released")  # sro.plan.node_loss.Decision
-UPGRADE_PHASES = ("pending", "cordoned", "draining", "replacing", "validating", "done", "failed", "skipped")
+UPGRADE_PHASES = (
+    "pending",
+    "cordoned",
+    "draining",
+    "replacing",
+    "validating",
+    "done",
+    "failed",
+    "rolling-back",
+    "rolled-back",
+    "skipped",
+)
 """Phases of a node in a driver upgrade (``sro.plan.upgrade``), each published per SpecialResource."""
 REGISTRY_CACHE = ("hit", "miss", "joined")  # answered from the cache, asked, or joined a request in flight
 

@@ -137,11 +137,9 @@ def step(
     for name, hash_ in back.hashes.items():
         pods = seen.daemonset_pods(_ds_ref(wanted, name), node)
         wrong.extend(p for p in pods if not p.deleting and p.labels.get(records.REVISION_HASH) != hash_)
+    if not wrong and complete:
+        return Step(phase=records.ROLLED_BACK)
     if elapsed >= ROLLBACK_TIMEOUT:
         return Step(phase=records.FAILED, reason=f"rollback not complete after {ROLLBACK_TIMEOUT}: {why_not}")
-    if wrong:
-        outdated = {p.uid for p in old}
-        return Step(delete=tuple(p for p in wrong if p.uid in outdated))  # the rest once the template is back
-    if complete:
-        return Step(phase=records.ROLLED_BACK)
-    return Step()
+    outdated = {p.uid for p in old}
+    return Step(delete=tuple(p for p in wrong if p.uid in outdated))  # the rest once the template is back
