@@ -62,7 +62,7 @@ class UpgradePolicy:
     max_parallel: int = 1
     drain: Drain = Drain()
     wait_for_completion: WaitForCompletion | None = None
-    auto_rollback: bool = True  # accepted; the planner halts and does not roll back yet
+    auto_rollback: bool = True  # a halted rollout puts its failed nodes back (sro.plan.upgrade_rollback)
     max_failed_nodes: int = 1
 
     def unavailable_budget(self, selected: int) -> int:

@@ -256,6 +256,7 @@ def _roll_back(
         n
         for n, ph in phases.items()
         if ph == records.FAILED
+        and n not in p.records  # failed in this pass: it goes back in the next
         and seen.upgrade_policy.auto_rollback
         and not walking
         and recs[n].previous

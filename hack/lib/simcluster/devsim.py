@@ -20,7 +20,7 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from simcluster import controlplane, inventory, kube, layout
+from simcluster import controlplane, inventory, kube, layout, node_images
 
 SIM = inventory.SIM
 ADMITTED = f"{SIM}/admitted"
@@ -125,6 +125,7 @@ class Simulator:
         self.latest: dict[str, dict[str, Any]] = {}  # uid -> newest copy seen of a pod awaiting admission
         self.node_queue: asyncio.Queue[str] = asyncio.Queue()
         self.node_dirty: set[str] = set()
+        self.images = node_images.NodeImages()
 
     # --- nodes -------------------------------------------------------------
     def on_node(self, kind: str, node: dict[str, Any]) -> None:
@@ -169,6 +170,7 @@ class Simulator:
         uid = meta["uid"]
         node = pod.get("spec", {}).get("nodeName")
         annotations = meta.get("annotations") or {}
+        self.images.on_pod(kind, pod)
         if is_device_plugin(pod):
             before = self.plugin_node.pop(uid, None)
             if before is not None:
@@ -211,6 +213,7 @@ class Simulator:
         annotations = meta.get("annotations") or {}
         node = self.nodes.get(pod["spec"].get("nodeName", ""), {})
         broken = (node.get("metadata", {}).get("annotations") or {}).get(BROKEN) == "true"
+        broken = broken or self.images.breaks(node)
         fails = annotations.get(FAIL) == "true" or (
             broken and pod["spec"].get("restartPolicy", "Always") in RUN_TO_COMPLETION
         )
@@ -372,6 +375,7 @@ async def serve(run: layout.RunDir) -> None:
             sim.plugins.clear()
             sim.plugin_node.clear()
             sim.blocked.clear()
+            sim.images.clear()
             for name in sim.nodes:
                 sim.mark_node(name)
 
