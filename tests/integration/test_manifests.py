@@ -340,6 +340,7 @@ NEEDED = [
     ("watch", "configmaps", "-n", NAMESPACE),
     ("create", "priorityclasses.scheduling.k8s.io"),
     ("patch", "daemonsets.apps", "-n", "nvidia-gpu"),
+    ("watch", "controllerrevisions.apps", "--all-namespaces"),
     ("create", "deployments.apps", "-n", "nvidia-gpu"),
     ("create", "services", "-n", "nvidia-gpu"),
     ("create", "serviceaccounts", "-n", "nvidia-gpu"),
@@ -362,6 +363,7 @@ FORBIDDEN = [
     ("create", "pods", "--subresource=exec", "-n", "nvidia-gpu"),
     ("create", "serviceaccounts", "--subresource=token", "-n", "nvidia-gpu"),
     ("delete", "nodes"),
+    ("patch", "controllerrevisions.apps", "-n", "nvidia-gpu"),  # read only: the DaemonSet controller's
     ("update", "nodes", "--subresource=status"),
     ("create", "specialresources.sro.dev"),
     ("delete", "specialresources.sro.dev"),

@@ -240,6 +240,7 @@ def _rolling(
     now_after: timedelta = timedelta(0),
     since: str = "2026-11-22T06:00:00Z",
     moved_on: bool = False,
+    n00_ready: bool = True,
     **record: Any,
 ) -> planner.Plan:
     """Four nodes; n00 failed on the new driver (``phase``), the others never started.
@@ -252,7 +253,7 @@ def _rolling(
     note = _record(phase, since=since, cordoned=cordoned, **record)
     failed = node("n00", {LABEL: phase}, unschedulable=cordoned, annotations=note)
     generation, hash_ = n00_pod
-    pods = [_hashed(ds_pod(DRIVER, "n00", generation=generation), hash_)]
+    pods = [_hashed(ds_pod(DRIVER, "n00", generation=generation, ready=n00_ready), hash_)]
     pods += [_hashed(ds_pod(DRIVER, n, generation=1), "old") for n in names[1:]]
     cached = live(DRIVER, generation=4 if moved_on else 3 if reverted else 2, update_strategy="OnDelete")
     history = _revisions(reverted=reverted)
@@ -285,6 +286,17 @@ def test_a_halted_rollout_puts_the_kept_template_back_and_rolls_the_failed_node_
     assert degraded is not None and degraded["reason"] == "UpgradeFailed"
     assert REVISION in degraded["message"] and "n00 (state-driver failed: Error)" in degraded["message"]
     assert p.status["upgrade"]["phase"] == "Halted"
+
+
+def test_a_node_failing_in_a_pass_is_moved_once_and_goes_back_in_the_next_with_its_reason() -> None:
+    late = (T0 - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    p = _rolling(
+        upgrade_records.VALIDATING, reverted=False, n00_pod=(2, "new"), n00_ready=False, since=late, reason=""
+    )
+    assert [c.labels[LABEL] for c in p.node_labels if c.node == "n00"] == [upgrade_records.FAILED]
+    why = json.loads(str(_changes(p)["n00"].annotations[NOTE]))["reason"]
+    assert why.startswith("not valid after") and why in p.status["upgrade"]["failingNodes"][0]["reason"]
+    assert _applied_template(p) == TEMPLATE  # nothing goes back before the node is failed
 
 
 def test_the_failed_pod_goes_only_once_the_daemonset_carries_the_kept_template_again() -> None:
