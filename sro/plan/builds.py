@@ -20,6 +20,10 @@ fresh look at the registry.
   the engine to forget that answer (``recheck``) and look again at once; the group then
   proceeds as with any image that exists. Complete, yet still missing after that look:
   the build is failed.
+* **Unknown inputs.** While the registry of the Job's own images (its builder) cannot
+  be asked, their digests are unknown: the group's Jobs are left as they are and none is
+  made (a registry outage must not look like new inputs). A builder image that does not
+  exist is ``BuildFailed`` at once: no Job could run.
 * **Failure.** ``Degraded`` with ``BuildFailed``, the Job's condition and the tail of
   its pod's log in the message; a new attempt after ``backoff(attempt)`` (exponential,
   bounded), counted from when the Job failed. The failed Job stays until then: its pod
@@ -99,6 +103,9 @@ class Decision:
     recheck: tuple[tuple[str, str], ...] = ()
     """(image, uid of the Job that built it): answers the engine forgets, once per Job."""
     wake_in: timedelta | None = None
+    keep: frozenset[desired.ObjectRef] = frozenset()
+    """Build Jobs left as they are this pass (not deleted as undesired): their inputs
+    cannot be known while the registry of the Job's own images cannot be asked."""
 
 
 def backoff(attempt: int) -> timedelta:
@@ -213,11 +220,22 @@ def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str]
     logs: list[progress.LogRequest] = []
     recheck: list[tuple[str, str]] = []
     waits: list[timedelta] = []
+    keep: set[desired.ObjectRef] = set()
     sr_name = split_.wanted.sr_name
     for spec in split_.specs:
         check = next((c for c in seen.images.get(spec.group.key, ()) if c.image == spec.image), None)
         missing = check is not None and check.missing
         live = _jobs(spec, seen)
+        own = [c for c in seen.images.get(spec.group.key, ()) if c.state == spec.obj.state]
+        absent = next((c for c in own if c.missing), None)
+        if absent is not None and missing:  # the builder itself is missing: no Job could run
+            failed.append(f"cannot build {spec.image} for {_kernel(spec)}: image {absent.image} of its build "
+                          f"Job does not exist ({absent.detail or absent.outcome})")  # fmt: skip
+            keep.update(found.ref for found in live.values())
+            continue
+        if any(not c.exists for c in own):  # its digest, one of the inputs, is unknown: wait
+            keep.update(found.ref for found in live.values())
+            continue
         current = sorted(n for (h, n) in live if h == spec.inputs)
         if not current:
             if missing or live:
@@ -272,6 +290,7 @@ def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str]
         logs_needed=tuple(logs),
         recheck=tuple(recheck),
         wake_in=min(waits) if waits else None,
+        keep=frozenset(keep),
     )
 
 

@@ -197,6 +197,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     rollout = upgrade_.plan(wanted, seen, walked, now=now)
     kept = dataclasses.replace(wanted, objects=(*wanted.objects, *made.apply))
     stale = images.keep_last_good(lifecycle.stale_objects(kept, seen), verdict)
+    stale = tuple(d for d in stale if d.ref not in made.keep)
     retry = lifecycle.retries(wanted, seen, walked, now=now)
     candidates = lifecycle.deletion_order(
         (

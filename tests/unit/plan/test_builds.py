@@ -6,7 +6,8 @@ the Job's success makes the engine look again once, then the group proceeds and 
 stays as the build's record; a Job that succeeded without the image appearing, and a
 Job that failed, are ``BuildFailed`` with the log tail, retried after a backoff that
 doubles up to its bound; changed inputs rebuild exactly once; a prebuilt image is never
-built; the build state gates no node. Left out: the registry and the cluster
+built; the build state gates no node; a builder image whose registry cannot be asked
+leaves the Jobs as they are, and a missing one is ``BuildFailed`` with no Job. Left out: the registry and the cluster
 (tests/e2e/test_image_builds.py).
 """
 
@@ -193,3 +194,31 @@ def test_the_build_job_tolerates_the_driver_missing_taint_and_is_not_waited_on()
     assert taint in tolerations
     assert job.body["metadata"]["labels"][builds.INPUTS_LABEL] in job.ref.name
     assert len(job.ref.name) <= 63
+
+
+def builder(outcome: str) -> observed.ImageCheck:
+    return observed.ImageCheck(image="builder:1", state=BUILD_STATE, outcome=outcome, detail="HTTP 503")
+
+
+def test_a_builder_registry_that_cannot_be_asked_leaves_the_jobs_as_they_are_and_makes_none() -> None:
+    w = world(k2=missing(IMAGE_K2))
+    w.step()
+    [name] = jobs(w)
+    finish_job(w, name, "Complete")
+    w.images[K2.key] = (*exists(IMAGE_K2), builder("exists"))  # the Job's own image: now checked
+    w.step()
+    assert jobs(w) == [name]  # the same body, the same inputs: no rebuild
+    w.images[K2.key] = (*exists(IMAGE_K2), builder("unreachable"))
+    for _ in range(3):
+        p = w.step()
+        assert not [d for d in p.delete if d.ref.kind == "Job"]
+        assert not [o for o in p.apply if o.kind == "Job"]
+    assert jobs(w) == [name]
+
+
+def test_a_missing_builder_image_is_build_failed_and_no_job_is_made() -> None:
+    w = world(k2=(*missing(IMAGE_K2), builder("missing")))
+    p = w.step()
+    assert jobs(w) == []
+    degraded = {c["type"]: c for c in p.status["conditions"]}["Degraded"]
+    assert degraded["reason"] == conditions.BUILD_FAILED and "builder:1" in degraded["message"]
