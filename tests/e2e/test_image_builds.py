@@ -34,6 +34,7 @@ from conftest import Made, unique
 from operator_process import REPO, Operator
 from support import registry as registry_mod
 from support import waiting
+from test_image_checks import _figures
 
 sys.path.insert(0, str(REPO / "hack" / "lib"))
 from simcluster import audit
@@ -206,8 +207,19 @@ async def _first_job(made: Made, name: str, kernel: str) -> dict[str, Any]:
     return await waiting.wait_for(appeared, timeout=60, interval=0.2, message=f"a build Job for {kernel}")
 
 
+def _delta(after: dict[str, float], before: dict[str, float]) -> str:
+    d = {k: after[k] - before[k] for k in after}
+    lookups = d["hit"] + d["miss"] + d["joined"]
+    share = d["hit"] / lookups if lookups else 0.0
+    return (f"{d['requests']:.0f} registry requests, {lookups:.0f} lookups ({share:.0%} from the cache), "
+            f"{d['reconciles']:.0f} reconciles")  # fmt: skip
+
+
 async def test_a_missing_image_is_built_once_per_group_and_the_nodes_complete(
-    made: Made, reg: registry_mod.Registry, recipe_dir: Callable[[str, dict[str, str]], Path]
+    made: Made,
+    operator: Operator,
+    reg: registry_mod.Registry,
+    recipe_dir: Callable[[str, dict[str, str]], Path],
 ) -> None:
     reg.push(REPOSITORY, K1)
     group, nodes = made.group("bld", [{"count": 3, "kernel": K1, "os": RHEL}])
@@ -219,14 +231,18 @@ async def test_a_missing_image_is_built_once_per_group_and_the_nodes_complete(
 
     # With the image there: the time to the new group's first Ready driver pod.
     reg.push(REPOSITORY, K3)
+    before = _figures(operator)
     started = time.monotonic()
     made.cluster.set_kernel([nodes[2]], K3)
     await waiting.wait_for(lambda: _ready_driver(made, name, K3), timeout=120, interval=0.2,
                            message="the K3 driver Ready")  # fmt: skip
     existing = time.monotonic() - started
+    await srs.wait_ready(made.cluster, name, within=120)
+    with_image = _delta(_figures(operator), before)
 
     # Without it: one build Job for the group of two moved nodes; the test pushes as the builder.
     since = datetime.now(UTC)
+    before = _figures(operator)
     started = time.monotonic()
     made.cluster.set_kernel(nodes[:2], K2)
     job = await _first_job(made, name, K2)
@@ -240,6 +256,8 @@ async def test_a_missing_image_is_built_once_per_group_and_the_nodes_complete(
     print(f"\nkernel change to a first Ready driver pod: {existing:.1f} s with the image, "
           f"{built:.1f} s with a build")  # fmt: skip
     status = await srs.wait_ready(made.cluster, name, within=120)
+    print(f"kernel change with the image: {with_image}\nkernel change with a build: "
+          f"{_delta(_figures(operator), before)}")  # fmt: skip
 
     assert f"{reg.host}/{REPOSITORY}:{K2}" in building["message"] and K2 in building["message"], building
     assert _jobs_written(made, name, since) == [job["metadata"]["name"]], "one Job for the group's two nodes"
