@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 # The operator binary: the project's virtualenv, unless SRO_E2E_SRO names another build.
 SRO = Path(os.environ.get("SRO_E2E_SRO") or REPO / ".venv" / "bin" / "sro")
 
-_SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)$')
+_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -59,16 +59,26 @@ class Operator:
         with self.log_path.open("wb") as out:
             self.proc = subprocess.Popen(
                 [
-                    str(SRO), "run",
-                    "--leader-elect", "false",
-                    "--health-probe-bind-address", f"127.0.0.1:{self.port}",
-                    "--metrics-bind-address", f"127.0.0.1:{self.port}",
-                    "--recipes", str(self.recipes_dir),
-                    "--log-format", "json",
-                    "--workers", "4",
+                    str(SRO),
+                    "run",
+                    "--leader-elect",
+                    "false",
+                    "--health-probe-bind-address",
+                    f"127.0.0.1:{self.port}",
+                    "--metrics-bind-address",
+                    f"127.0.0.1:{self.port}",
+                    "--recipes",
+                    str(self.recipes_dir),
+                    "--log-format",
+                    "json",
+                    "--workers",
+                    "4",
                     *self.extra_args,
                 ],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=REPO,
             )
         try:
             waiting.wait_for_sync(
@@ -132,3 +142,12 @@ class Operator:
             for name, labels, value in self.metrics()
             if name == "sro_api_requests_total" and labels.get("verb") not in ("get", "list", "watch")
         )
+
+    def idle(self) -> bool:
+        """Whether it has reconciled at least once and holds no work now (queue empty, no
+        worker busy): what it decides from the cluster as it stands is done."""
+        values = {(n, tuple(sorted(labels.items()))): v for n, labels, v in self.metrics()}
+        reconciled = sum(v for (n, _), v in values.items() if n == "sro_reconcile_total")
+        depth = values.get(("sro_workqueue_depth", ()), 1.0)
+        active = values.get(("sro_active_workers", ()), 1.0)
+        return reconciled >= 1 and depth == 0 and active == 0

@@ -6,20 +6,29 @@ out with ``maxFailedNodes: 1``: the first node fails validation, the rollout hal
 node goes back to the previous image (the DaemonSet carries the kept template again),
 validates and is uncordoned; the SpecialResource says UpgradeFailed naming the revision,
 the node and the failure, with its Events; the independent watcher (``upgrade_watch``)
-sees no other node cordoned or its driver replaced, and the budget held. How long the
-halt and the rollback took is printed for the record.
+sees no other node cordoned or its driver replaced, and the budget held; the API
+server's audit log shows sro patched no other node, deleted only that node's pods, and
+wrote the DaemonSet twice (the new template, then the kept one). How long the halt and
+the rollback took, and sro's writes, are printed for the record.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
+from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 import specialresources as srs
 from conftest import Made, unique
+from operator_process import REPO, Operator
 from support import waiting
 from upgrade_watch import Watcher
+
+sys.path.insert(0, str(REPO / "hack" / "lib"))
+from simcluster import audit
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +49,7 @@ def _driver_images(made: Made, namespace: str) -> dict[str, set[str]]:
 
 
 async def test_a_driver_that_fails_validation_is_rolled_back_on_its_node_and_nothing_else_moves(
-    made: Made,
+    made: Made, operator: Operator
 ) -> None:
     k, os_id, version = KERNEL
     count = 5
@@ -75,7 +84,7 @@ async def test_a_driver_that_fails_validation_is_rolled_back_on_its_node_and_not
             message="the watcher to see every node and driver pod",
         )
         watcher.arm()
-        started = time.monotonic()
+        started, since = time.monotonic(), datetime.now(UTC)
         made.cluster.kubectl(
             "patch", "sr", name, "--type=merge", "-p", json.dumps({"spec": {"set": {"image": BROKEN_IMAGE}}})
         )
@@ -126,3 +135,15 @@ async def test_a_driver_that_fails_validation_is_rolled_back_on_its_node_and_not
         assert _driver_images(made, name)[node] == {OLD_IMAGE}, node
     reasons = [e.get("reason") for e in srs.events(made.cluster, name)]
     assert "UpgradeFailed" in reasons and "UpgradeRolledBack" in reasons, reasons
+
+    await waiting.wait_for(operator.idle, timeout=60, interval=0.5, message="sro with nothing left to do")
+    writes = audit.by_agent(audit.since(audit.read(made.cluster.audit_log), since), audit.SRO_AGENT_PREFIX)
+    print(f"sro's writes: {dict(Counter(f'{w.verb} {w.resource}' for w in writes).most_common(8))}")
+    patched = {w.name for w in writes if w.resource == "nodes"}
+    assert patched <= {bad}, patched  # no other node's labels, cordon or record
+    deleted = [w.name for w in writes if w.verb == "delete" and w.resource == "pods"]
+    drivers = [n for n in deleted if n.startswith("simple-kmod-driver-")]
+    assert len(drivers) == 2, deleted  # the bad node's: the old driver, then the new one
+    assert all(n.endswith(f"-{bad}") for n in deleted if n not in drivers), deleted  # its checks only
+    daemonsets = [w for w in writes if w.resource == "daemonsets" and w.verb == "patch"]
+    assert len(daemonsets) == 2, daemonsets  # the new template, then the kept one: no rewrites after

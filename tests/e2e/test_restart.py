@@ -2,28 +2,29 @@
 
 Covers acceptance test 5: after ``sro run`` restarts and reconciles every SpecialResource
 from its caches, its own API request metrics show no write at all (no apply, status,
-node patch or Event), and the SpecialResource's status is byte-for-byte what it was.
+node patch or Event), and the SpecialResource's status is byte-for-byte what it was; and,
+by the API server's audit log, that a restart followed by an edit of fields no pod
+template is rendered from (the upgrade policy, a label) deletes no pod, whoever asks.
 Also what the restarted operator exports about it: every state complete on its three
 nodes in ``sro_specialresource_state_nodes``, and a resource on every request counted.
 """
 
 from __future__ import annotations
 
+import json
+import sys
+from datetime import UTC, datetime
+
 import pytest
 import specialresources as srs
 from conftest import Made, unique
-from operator_process import Operator
+from operator_process import REPO, Operator
 from support import waiting
 
+sys.path.insert(0, str(REPO / "hack" / "lib"))
+from simcluster import audit
+
 pytestmark = pytest.mark.e2e
-
-
-def _settled(operator: Operator) -> bool:
-    values = {(n, tuple(sorted(labels.items()))): v for n, labels, v in operator.metrics()}
-    reconciled = sum(v for (n, _), v in values.items() if n == "sro_reconcile_total")
-    depth = values.get(("sro_workqueue_depth", ()), 1.0)
-    active = values.get(("sro_active_workers", ()), 1.0)
-    return reconciled >= 1 and depth == 0 and active == 0
 
 
 async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
@@ -37,7 +38,7 @@ async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
     assert before is not None
 
     operator.restart()
-    await waiting.wait_for(lambda: _settled(operator), timeout=60, interval=0.5,
+    await waiting.wait_for(operator.idle, timeout=60, interval=0.5,
                            message="the restarted operator reconciled everything")
     requests = [m for m in operator.metrics() if m[0] == "sro_api_requests_total" and m[2]]
     assert operator.writes() == 0, requests
@@ -62,3 +63,33 @@ async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
     assert sum(counts.values()) == 3 * len(states), counts
     unnamed = [m for m in operator.metrics() if m[0] == "sro_api_requests_total" and not m[1].get("resource")]
     assert not unnamed, unnamed
+
+
+async def test_a_restart_and_an_edit_of_fields_outside_the_pod_templates_delete_no_pod(
+    made: Made, operator: Operator
+) -> None:
+    group, _ = made.group("nodel", [{"count": 3, "kernel": "5.15.0-105-generic",
+                                     "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    body = srs.manifest(unique("nodel"), recipe="simple-kmod", node_selector={srs.GROUP_LABEL: group})
+    name = made.sr(body)
+    await srs.wait_ready(made.cluster, name, within=180)
+    since = datetime.now(UTC)
+
+    operator.restart()
+    await waiting.wait_for(operator.idle, timeout=60, interval=0.5,
+                           message="the restarted operator reconciled everything")
+    # Fields no pod template is rendered from: the upgrade policy, and a label.
+    made.cluster.kubectl("patch", "sr", name, "--type=merge", "-p", json.dumps(
+        {"metadata": {"labels": {"team": "gpu"}}, "spec": {"upgradePolicy": {"maxParallel": 3}}}))
+    edited = (srs.get(made.cluster, name) or {})["metadata"]["generation"]
+
+    def reconciled() -> bool | None:
+        found = srs.condition(srs.status(made.cluster, name), "Ready")
+        return (found.get("status") == "True" and found.get("observedGeneration") == edited) or None
+
+    await waiting.wait_for(reconciled, timeout=60, interval=0.5, message="the edit reconciled, still Ready")
+    await waiting.wait_for(operator.idle, timeout=60, interval=0.5, message="the queue drained")
+    writes = audit.since(audit.read(made.cluster.audit_log), since)
+    deleted = [w for w in writes if w.verb == "delete" and w.resource == "pods" and w.namespace == name]
+    assert deleted == [], deleted  # by anyone: sro, the DaemonSet controller, the garbage collector
+    assert not [w for w in audit.by_agent(writes, audit.SRO_AGENT_PREFIX) if w.verb == "delete"]
