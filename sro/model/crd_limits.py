@@ -48,6 +48,16 @@ HELD_LABELS_MAX = 64
 """``status.heldNodes[].missingLabels``."""
 LABEL_KEY_MAX = 317
 """A label key: a 253-character prefix, ``/`` and a 63-character name."""
+PREFLIGHT_MAX = 64
+"""Rows of ``status.preflight``: 16 expected kernels on up to 4 OSes each."""
+PREFLIGHT_KERNEL_MAX = 63
+"""``status.preflight[].kernel``: an NFD label value."""
+PREFLIGHT_IMAGES_MAX = 16
+"""``status.preflight[].images``."""
+STATE_REF_MAX = 63
+"""``status.preflight[].images[].state``: a state name."""
+RESULT_MAX = 16
+"""``status.preflight[].images[].result``."""
 
 PATHS = MappingProxyType(
     {
@@ -75,6 +85,14 @@ PATHS = MappingProxyType(
         "status.heldNodes.items.node.maxLength": NODE_NAME_MAX,
         "status.heldNodes.items.missingLabels.maxItems": HELD_LABELS_MAX,
         "status.heldNodes.items.missingLabels.items.maxLength": LABEL_KEY_MAX,
+        "status.preflight.maxItems": PREFLIGHT_MAX,
+        "status.preflight.items.kernel.maxLength": PREFLIGHT_KERNEL_MAX,
+        "status.preflight.items.os.maxLength": OS_MAX,
+        "status.preflight.items.images.maxItems": PREFLIGHT_IMAGES_MAX,
+        "status.preflight.items.images.items.image.maxLength": KERNEL_IMAGE_MAX,
+        "status.preflight.items.images.items.state.maxLength": STATE_REF_MAX,
+        "status.preflight.items.images.items.result.maxLength": RESULT_MAX,
+        "status.preflight.items.images.items.digest.maxLength": KERNEL_DIGEST_MAX,
     }
 )
 """Each bound by its place in the CRD's openAPIV3Schema (``items`` for an array's items)."""

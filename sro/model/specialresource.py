@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro import errors
-from sro.model import names, pod_security, upgrade_policy
+from sro.model import names, pod_security, preflight, upgrade_policy
 
 GROUP = "sro.dev"
 VERSION = "v1alpha1"
@@ -81,6 +81,7 @@ class Spec:
     priority_classes: tuple[PriorityClassSpec, ...] = ()
     pod_security: pod_security.Override = pod_security.NONE
     upgrade_policy: upgrade_policy.UpgradePolicy = upgrade_policy.DEFAULT
+    preflight: preflight.Preflight = preflight.NONE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,6 +176,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
         "priorityClasses",
         "podSecurity",
         "upgradePolicy",
+        "preflight",
     }
     if unknown:
         p.add(f"unknown spec fields {sorted(unknown)}")
@@ -210,6 +212,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
     priorities = _priority_classes(spec.get("priorityClasses"), p)
     security = pod_security.parse(spec.get("podSecurity"), p.items)
     upgrades = upgrade_policy.parse(spec.get("upgradePolicy"), p.items)
+    expected = preflight.parse(spec.get("preflight"), p.items)
     if p.items:
         raise p.error()
     return SpecialResource(
@@ -231,6 +234,7 @@ def _parse(body: Mapping[str, Any], meta: Any, name: str, p: _Problems) -> Speci
             priority_classes=priorities,
             pod_security=security,
             upgrade_policy=upgrades,
+            preflight=expected,
         ),
         body=body,
     )
