@@ -12,8 +12,9 @@ rollout completes on the rest; a drain a PodDisruptionBudget blocks: the node fa
 the drain's timeout, stays cordoned with its reason, and maxFailedNodes halts the rollout
 with UpgradeFailed and its Event; ``sro run`` SIGKILLed while a node is cordoned,
 draining, replacing and validating, and started again: the rollout resumes from each
-node's recorded phase, no driver replaced twice, no cordon lost or leaked. Timing and
-sro's writes are printed for the record.
+node's recorded phase, no driver replaced twice, no cordon lost or leaked. Timing,
+sro's writes (audit log) and all its API requests (its own metric) are printed for the
+record.
 """
 
 from __future__ import annotations
@@ -106,6 +107,15 @@ def _cordon(made: Made, node: str) -> None:
     )
 
 
+def _requests(operator: Operator | None) -> Counter[str]:
+    """sro's API requests so far by verb (its own metric: reads too, which no audit logs)."""
+    counts: Counter[str] = Counter()
+    for name, labels, value in operator.metrics() if operator is not None else ():
+        if name == "sro_api_requests_total":
+            counts[labels.get("verb", "")] += int(value)
+    return counts
+
+
 async def _upgrade(
     made: Made,
     count: int,
@@ -161,6 +171,7 @@ async def _upgrade(
         )
         watcher.arm()
         started, since = time.monotonic(), datetime.now(UTC)
+        asked = _requests(None if kill_in else operator)  # a killed operator starts its counts again
         made.cluster.kubectl(
             "patch",
             "sr",
@@ -228,6 +239,10 @@ async def _upgrade(
     kinds = Counter(f"{w.verb} {w.resource}" for w in writes)
     print(f"sro's writes per upgraded node: {len(writes) / upgraded:.1f} ({dict(kinds.most_common(8))})")
     print(f"upgraded {upgraded} nodes (budget {budget}, 5 parallel): {took:.1f}s; peak down {watcher.peak}")
+    if operator is not None and not kill_in:
+        asked = _requests(operator) - asked
+        total = sum(asked.values())
+        print(f"sro's API requests per upgraded node: {total / upgraded:.1f} ({dict(asked.most_common())})")
     if workload:
         print(f"workload: {workload} replicas, fewest Ready during the upgrade {watcher.workload_low}")
     assert watcher.violations == []
@@ -250,9 +265,9 @@ async def _upgrade(
 
 
 async def test_a_driver_change_rolls_out_node_by_node_within_the_budget_and_the_workloads_pdb(
-    made: Made,
+    made: Made, operator: Operator
 ) -> None:
-    await _upgrade(made, NODES, budget=NODES // 10, workload=WORKLOAD)  # 10%
+    await _upgrade(made, NODES, budget=NODES // 10, workload=WORKLOAD, operator=operator)  # 10%
 
 
 async def test_nodes_cordoned_by_an_administrator_are_skipped_never_drained_nor_uncordoned(
