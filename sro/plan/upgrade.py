@@ -193,8 +193,9 @@ def plan(
     )
     halted = bool(failing) and len(failing) >= policy.max_failed_nodes
     restore: Mapping[desired.ObjectRef, desired.DesiredObject] = _no_restore()
+    unkept: frozenset[str] = frozenset()
     if halted:
-        restore = _roll_back(p, wanted, seen, walked, nodes=nodes, recs=recs, phases=phases, old=old)
+        restore, unkept = _roll_back(p, wanted, seen, walked, nodes=nodes, recs=recs, phases=phases, old=old)
         failing = sorted(
             (name, p.records.get(name, recs[name]).reason) for name, ph in phases.items() if ph in FAILING
         )
@@ -219,7 +220,7 @@ def plan(
     settled = bool(rolled) and not any(
         ph in (records.ROLLING_BACK, *records.IN_PROGRESS) for ph in phases.values()
     )
-    message = upgrade_status.halted_message(target, failing, rolled=rolled) if halted else ""
+    message = upgrade_status.halted_message(target, failing, rolled=rolled, unkept=unkept) if halted else ""
     return Upgrade(
         node_changes=tuple(p.changes),
         delete=tuple(p.delete),
@@ -243,9 +244,10 @@ def _roll_back(
     recs: Mapping[str, records.Record],
     phases: dict[str, str],
     old: Mapping[str, tuple[views.PodView, ...]],
-) -> Mapping[desired.ObjectRef, desired.DesiredObject]:
-    """A halted rollout's rollback (``upgrade_rollback``); the DaemonSets to apply with a
-    kept template. Updates ``phases`` with the nodes it moves."""
+) -> tuple[Mapping[desired.ObjectRef, desired.DesiredObject], frozenset[str]]:
+    """A halted rollout's rollback (``upgrade_rollback``): the DaemonSets to apply with a
+    kept template, and the drivers whose kept template the cluster no longer has (their
+    failed nodes cannot go back). Updates ``phases`` with the nodes it moves."""
     walking = any(ph in records.IN_PROGRESS for ph in phases.values())
     going = [
         n
@@ -299,7 +301,7 @@ def _roll_back(
         ph in GOING_BACK or (ph == records.FAILED and p.records.get(n, recs[n]).rollback_failed)
         for n, ph in phases.items()
     )
-    return back.objects if keep else _no_restore()
+    return (back.objects if keep else _no_restore()), back.missing
 
 
 def _advance(

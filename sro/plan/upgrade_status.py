@@ -9,7 +9,7 @@ back) with a Warning Event when it halts and another when the rollback is over.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -55,12 +55,22 @@ def status(
     }
 
 
-def halted_message(target: str, failing: Sequence[tuple[str, str]], *, rolled: Sequence[str]) -> str:
-    """The Degraded message of a halted rollout: revision, nodes and why, what went back."""
+def halted_message(
+    target: str,
+    failing: Sequence[tuple[str, str]],
+    *,
+    rolled: Sequence[str],
+    unkept: Iterable[str] = (),
+) -> str:
+    """The Degraded message of a halted rollout: revision, nodes and why, what went back,
+    and the drivers whose previous template is gone (nothing to roll back to)."""
     listed = ", ".join(f"{n} ({why})" for n, why in list(failing)[:10])
     text = f"upgrade to {target} halted after {len(failing)} failed node(s): {listed}"
     if rolled:
         text += f"; rolled back to the previous revision: {', '.join(sorted(rolled)[:10])}"
+    if gone := sorted(unkept):
+        names = ", ".join(gone[:10])
+        text += f"; no ControllerRevision left of the previous template of {names}: not rolled back"
     return text[: crd_limits.CONDITION_MESSAGE_MAX]
 
 

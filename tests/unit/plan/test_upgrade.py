@@ -241,6 +241,7 @@ def _rolling(
     since: str = "2026-11-22T06:00:00Z",
     moved_on: bool = False,
     n00_ready: bool = True,
+    history: tuple[observed.Revision, ...] | None = None,
     **record: Any,
 ) -> planner.Plan:
     """Four nodes; n00 failed on the new driver (``phase``), the others never started.
@@ -256,7 +257,7 @@ def _rolling(
     pods = [_hashed(ds_pod(DRIVER, "n00", generation=generation, ready=n00_ready), hash_)]
     pods += [_hashed(ds_pod(DRIVER, n, generation=1), "old") for n in names[1:]]
     cached = live(DRIVER, generation=4 if moved_on else 3 if reverted else 2, update_strategy="OnDelete")
-    history = _revisions(reverted=reverted)
+    history = _revisions(reverted=reverted) if history is None else history
     if moved_on:
         newer = observed.Revision(
             name="driver-newer", owner_uid="uid-driver", hash="newer", number=4, template={}
@@ -347,6 +348,13 @@ def test_a_node_whose_driver_was_never_replaced_is_not_rolled_back_and_stays_cor
     assert _changes(p) == {} and p.delete == ()
     assert _applied_template(p) == TEMPLATE
     assert p.status["upgrade"]["phase"] == "Halted"
+
+
+def test_a_node_whose_previous_template_is_gone_stays_failed_and_the_message_says_why() -> None:
+    p = _rolling(upgrade_records.FAILED, reverted=False, n00_pod=(2, "new"), history=())
+    assert _changes(p) == {} and _applied_template(p) == TEMPLATE
+    degraded = conditions.find(p.status["conditions"], conditions.DEGRADED)
+    assert degraded is not None and "no ControllerRevision left" in degraded["message"], degraded
 
 
 def test_without_auto_rollback_a_failed_node_stays_failed() -> None:
