@@ -18,13 +18,13 @@ import base64
 import binascii
 import fnmatch
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from sro.images import reference
+from sro.watch import decode
 
 DOCKERCONFIGJSON = ".dockerconfigjson"
 DOCKERCFG = ".dockercfg"
@@ -116,7 +116,8 @@ def entries(secret: PullSecret) -> tuple[list[Entry], list[str]]:
         if len(encoded) > MAX_SECRET_BYTES * 4 // 3 + 4:
             return [], [f"secret {secret.name}: {key} is larger than {MAX_SECRET_BYTES} bytes"]
         try:
-            document = json.loads(base64.b64decode(encoded, validate=True))
+            # decode.loads: a secret nested past the recursion limit is a ValueError too
+            document = decode.loads(base64.b64decode(encoded, validate=True))
         except (binascii.Error, ValueError):
             return [], [f"secret {secret.name}: {key} is not base64-encoded JSON"]
         auths = document.get("auths") if nested and isinstance(document, Mapping) else document

@@ -85,3 +85,11 @@ def test_a_credential_never_shows_its_password() -> None:
     assert found is not None
     assert "hunter2" not in repr(found)
     assert found.fingerprint != credentials.Credential(username="u", password="other", secret="s").fingerprint
+
+
+def test_a_secret_nested_past_the_recursion_limit_is_skipped_and_said() -> None:
+    deep = base64.b64encode(b"[" * 200_000 + b"]" * 200_000).decode()
+    nested = credentials.PullSecret(name="deep", data={credentials.DOCKERCONFIGJSON: deep})
+    good = secret("good", {"q.io": auth("g", "p")})
+    assert chosen([nested, good], "q.io/x") == "good:g"
+    assert [line.split(":")[0] for line in credentials.problems([nested])] == ["secret deep"]
