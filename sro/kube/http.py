@@ -15,6 +15,7 @@ reflector honours a watch's Retry-After through ``retry_delay``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 import urllib.parse
@@ -61,6 +62,8 @@ class ApiMetrics(Protocol):
 
     def api_limited(self, *, verb: str, host: str, seconds: float) -> None: ...
 
+    def watch_line_skipped(self, *, resource: str) -> None: ...
+
 
 class _NoMetrics:
     def api_request(
@@ -72,6 +75,9 @@ class _NoMetrics:
         return None
 
     def api_limited(self, *, verb: str, host: str, seconds: float) -> None:
+        return None
+
+    def watch_line_skipped(self, *, resource: str) -> None:
         return None
 
 
@@ -353,7 +359,10 @@ class Api:
             if resp.status >= 400:
                 raw = await resp.content.read(_ERROR_BODY_LIMIT)
                 raise kerrors.from_response(resp.status, raw, retry_after=resp.headers.get("Retry-After"))
-            yield _lines(resp, path)
+            skipped = functools.partial(
+                self.metrics.watch_line_skipped, resource=resource or resource_of(path)
+            )
+            yield _lines(resp, path, skipped=skipped)
         finally:
             resp.release()
             resp.close()
@@ -365,9 +374,12 @@ requests over 1.5 MiB by default). A longer one is skipped whole and counted, ne
 error that would restart (and meet it again) forever."""
 
 
-async def _lines(resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[bytes]:
+async def _lines(
+    resp: aiohttp.ClientResponse, path: str, *, skipped: Callable[[], None]
+) -> AsyncIterator[bytes]:
     """The stream's lines, split here rather than by aiohttp, whose line limit raises an
-    exception that is not a ``ClientError`` on one long object."""
+    exception that is not a ``ClientError`` on one long object; ``skipped`` counts a line
+    past ``MAX_LINE_BYTES``."""
     pending = bytearray()
     skipping = False
     try:
@@ -384,6 +396,7 @@ async def _lines(resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[bytes
                 pending += chunk[start:]
                 if len(pending) > MAX_LINE_BYTES:
                     log.error("watch line too long: skipped", path=path, limit=MAX_LINE_BYTES)
+                    skipped()
                     pending.clear()
                     skipping = True
         if pending and not skipping:

@@ -94,6 +94,12 @@ class Metrics:
             "sro_watch_relists", "Lists made by reflectors", ["resource", "reason"], registry=r
         )
         self.watch_events = Counter("sro_watch_events", "Watch events received", ["resource"], registry=r)
+        self.watch_lines_skipped = Counter(
+            "sro_watch_lines_skipped",
+            "Watch lines longer than the client keeps (the object stays as last listed)",
+            ["resource"],
+            registry=r,
+        )
         self.api_requests = Counter(
             "sro_api_requests", "Requests to the API server", ["verb", "resource", "code"], registry=r
         )
@@ -223,6 +229,9 @@ class Metrics:
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
         self.api_throttled_total.labels(resource=resource, code=code).inc()
         self.api_throttled_seconds.labels(resource=resource).inc(seconds)
+
+    def watch_line_skipped(self, *, resource: str) -> None:
+        self.watch_lines_skipped.labels(resource=resource).inc()
 
     # -- sro.watch.reflector.WatchMetrics ------------------------------------------
 

@@ -1,0 +1,51 @@
+"""Watch lines as sro splits them: every line whole, a line past the bound skipped and counted."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, cast
+
+import pytest
+
+from sro.kube import http
+
+pytestmark = pytest.mark.unit
+
+
+class _Body:
+    """What ``_lines`` reads of a response: its content, in the chunks a socket gave."""
+
+    def __init__(self, chunks: Sequence[bytes]) -> None:
+        self.content = self
+        self._chunks = chunks
+
+    async def iter_any(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+async def _split(chunks: Sequence[bytes]) -> tuple[list[bytes], int]:
+    skipped = 0
+
+    def count() -> None:
+        nonlocal skipped
+        skipped += 1
+
+    lines = [
+        line async for line in http._lines(cast(Any, _Body(chunks)), "/api/v1/configmaps", skipped=count)
+    ]
+    return lines, skipped
+
+
+async def test_lines_split_across_chunks_come_out_whole() -> None:
+    lines, skipped = await _split([b'{"a":', b'1}\n{"b"', b":2}\n", b'{"c":3}'])
+    assert lines == [b'{"a":1}', b'{"b":2}', b'{"c":3}']
+    assert skipped == 0
+
+
+async def test_a_line_past_the_bound_is_skipped_whole_and_counted_and_the_next_one_kept() -> None:
+    piece = b"x" * (1024 * 1024)
+    too_long = [piece] * (http.MAX_LINE_BYTES // len(piece) + 2)
+    lines, skipped = await _split([b'{"before":1}\n', *too_long, b'tail\n{"after":2}\n'])
+    assert lines == [b'{"before":1}', b'{"after":2}']
+    assert skipped == 1
