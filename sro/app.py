@@ -276,7 +276,13 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 flaps=lambda loss: m.metrics.node_label_flapped(loss.counts()),
             )
         with logs.bind_reconcile(key, sr=key):
-            seconds = await engine.reconcile(key)
+            try:
+                seconds = await engine.reconcile(key)
+            except (errors.SroError, errors.NotLeader):
+                raise  # API answers, recipe errors and losing the lease have their own handling
+            except Exception as exc:
+                await engine.report_unexpected(key, exc)
+                raise
         _publish_status(m, key, engine)
         return result.DONE if seconds is None else result.requeue_after(seconds)
 

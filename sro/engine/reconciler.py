@@ -36,7 +36,7 @@ from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
-from sro.status import events, summary
+from sro.status import conditions, events, summary
 
 log = structlog.get_logger(__name__)
 
@@ -419,3 +419,26 @@ class Engine:
             uid = str((body.get("metadata") or {}).get("uid", ""))
             await self._status.emit(sr_name=name, sr_uid=uid, events_=events_)
         return requeue_after
+
+    async def report_unexpected(self, key: str, exc: BaseException) -> None:
+        """Say on the SpecialResource that its pass failed on something no step expected (a
+        bug, or an input no bound foresaw): Degraded ``ReconcileError`` naming the exception,
+        so it shows where people look and not only in the log. The controller still counts
+        the failure and retries with backoff; a status that cannot be written is logged."""
+        body = self._reader.special_resource(key)
+        if body is None:
+            return
+        previous = self._previous_status(key, body)
+        generation = int((body.get("metadata") or {}).get("generation") or 0)
+        refused = planner.plan_refused(
+            previous=previous,
+            reason=conditions.RECONCILE_ERROR,
+            message=f"the reconcile failed unexpectedly ({type(exc).__name__}: {exc}); retrying with backoff",
+            generation=generation,
+            now=self._clock(),
+            recheck=False,
+        )
+        try:
+            await self._conclude(key, body, previous=previous, status=refused.status)
+        except Exception as write_error:  # the original failure is what the caller raises
+            log.warning("could not report the failure on the SpecialResource", sr=key, error=str(write_error))

@@ -32,6 +32,7 @@ REMOVED = "Removed"
 AS_EXPECTED = "AsExpected"
 BUILDING = "Building"  # an image a kernel group needs is being built in the cluster
 BUILD_FAILED = "BuildFailed"
+RECONCILE_ERROR = "ReconcileError"  # a pass failed on an exception no step expected
 ERROR_REASONS = frozenset(
     {
         "RecipeNotFound",
@@ -47,6 +48,7 @@ ERROR_REASONS = frozenset(
         "RegistryUnavailable",
         BUILD_FAILED,
         "UpgradeFailed",
+        RECONCILE_ERROR,
     }
 )
 
