@@ -24,7 +24,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
@@ -36,7 +35,6 @@ from sro.hooks import builds, offline, pipeline
 from sro.images import answers, credentials, needs, secrets
 from sro.images import client as client_
 from sro.model import desired, kernels, selection, views
-from sro.model import inventory as inventory_
 from sro.model import specialresource as srmodel
 from sro.render import kinds, policy_file, sources, values
 from sro.render import recipe as recipe_
@@ -61,27 +59,7 @@ def parse_os(text: str) -> desired.OsRelease:
     return desired.OsRelease(id=os_id, version_id=version)
 
 
-def synthetic_node(
-    *, kernel: str, os: desired.OsRelease, selector: Mapping[str, str], arch: str
-) -> views.NodeView:
-    """A node on ``kernel`` and ``os`` that ``selector`` selects: the group being asked about."""
-    name = f"preflight-{os.id}{os.version_id}".lower().replace("_", "-")
-    labels = {
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": arch,
-        **inventory_.kernel_labels(kernel),
-        **inventory_.os_labels(os.id, os.version_id),
-        **selector,
-    }
-    return views.NodeView(
-        name=name,
-        labels=MappingProxyType(labels),
-        ready=True,
-        kernel_version=kernel,
-        os_image=inventory_.os_image(os.id, os.version_id),
-        architecture=arch,
-    )
+synthetic_node = needs.synthetic_node
 
 
 def needs_for(

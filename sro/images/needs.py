@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from sro.hooks import base, podspec
-from sro.model import desired
+from sro.model import desired, views
+from sro.model import inventory as inventory_
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,3 +55,27 @@ def kernel_images(state: desired.DesiredState) -> list[Need]:
                     pod_spec=spec,
                 )
     return list(found.values())
+
+
+def synthetic_node(
+    *, kernel: str, os: desired.OsRelease, selector: Mapping[str, str], arch: str, name: str = ""
+) -> views.NodeView:
+    """A node on ``kernel`` and ``os`` that ``selector`` selects: the group being asked
+    about (``sro preflight``, ``spec.preflight``); ``name`` when several are asked at once."""
+    name = name or f"preflight-{os.id}{os.version_id}".lower().replace("_", "-")
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": arch,
+        **inventory_.kernel_labels(kernel),
+        **inventory_.os_labels(os.id, os.version_id),
+        **selector,
+    }
+    return views.NodeView(
+        name=name,
+        labels=MappingProxyType(labels),
+        ready=True,
+        kernel_version=kernel,
+        os_image=inventory_.os_image(os.id, os.version_id),
+        architecture=arch,
+    )

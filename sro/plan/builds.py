@@ -38,13 +38,13 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sro.hooks import base, builds, podspec
-from sro.model import desired, names, progress, times
+from sro.model import desired, names, progress, times, views
 from sro.plan import images
 from sro.plan import observed as observed_
 from sro.status import conditions, summary
@@ -74,6 +74,8 @@ class Spec:
     obj: desired.DesiredObject
     inputs: str
     prefix: str
+    ahead: bool = False
+    """For a kernel of ``spec.preflight`` no node runs yet: built on a node of its OS."""
 
     def name(self, attempt: int) -> str:
         return f"{self.prefix}-{self.inputs}-{attempt}"
@@ -124,21 +126,12 @@ def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
     states = builds.build_states(wanted.objects)
     if not states:
         return Split(wanted=wanted, seen=seen)
-    specs, support, rest = [], [], []
+    specs = specs_of(wanted.objects)
+    support, rest = [], []
     for obj in wanted.objects:
-        image = builds.produces(obj)
-        if image is not None and obj.kernel_group is not None:
-            prefix = names.suffixed(obj.ref.name, "", identity=obj.ref.name, limit=PREFIX_MAX)
-            specs.append(
-                Spec(
-                    group=obj.kernel_group,
-                    image=image,
-                    obj=obj,
-                    inputs=inputs_digest(obj.body),
-                    prefix=prefix,
-                )
-            )
-        elif obj.state in states:
+        if builds.is_build(obj):
+            continue
+        if obj.state in states:
             support.append(obj)
         else:
             rest.append(obj)
@@ -156,6 +149,37 @@ def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
     )
 
 
+def specs_of(objects: Iterable[desired.DesiredObject], *, ahead: bool = False) -> tuple[Spec, ...]:
+    """The build specs of ``objects``' kernel-affine build Jobs (``ahead``: for a kernel
+    no node runs yet, ``spec.preflight``)."""
+    out = []
+    for obj in objects:
+        image = builds.produces(obj)
+        if image is None or obj.kernel_group is None:
+            continue
+        prefix = names.suffixed(obj.ref.name, "", identity=obj.ref.name, limit=PREFIX_MAX)
+        inputs = inputs_digest(obj.body)
+        out.append(
+            Spec(group=obj.kernel_group, image=image, obj=obj, inputs=inputs, prefix=prefix, ahead=ahead)
+        )
+    return tuple(out)
+
+
+def merge(first: Decision, second: Decision) -> Decision:
+    """Both decisions, as one pass's."""
+    waits = [w for w in (first.wake_in, second.wake_in) if w is not None]
+    return Decision(
+        apply=(*first.apply, *second.apply),
+        building=first.building | second.building,
+        under_way=(*first.under_way, *second.under_way),
+        failed=(*first.failed, *second.failed),
+        logs_needed=(*first.logs_needed, *second.logs_needed),
+        recheck=(*first.recheck, *second.recheck),
+        wake_in=min(waits) if waits else None,
+        keep=first.keep | second.keep,
+    )
+
+
 def job(spec: Spec, attempt: int, *, sr_name: str) -> desired.DesiredObject:
     """The Job of ``spec``'s ``attempt``: named and labelled with its inputs, tolerating
     the driver-missing taint of the nodes it builds for."""
@@ -168,6 +192,8 @@ def job(spec: Spec, attempt: int, *, sr_name: str) -> desired.DesiredObject:
         taint = images.driver_missing_taint(sr_name)
         toleration = {"key": taint.key, "operator": "Exists", "effect": taint.effect}
         pod["tolerations"] = [*(t for t in pod.get("tolerations") or () if t != toleration), toleration]
+        if spec.ahead:  # no node runs that kernel yet: a node of the same OS builds it
+            base.sub(pod, "nodeSelector").pop(views.KERNEL_LABEL, None)
     return dataclasses.replace(new, wait=False)
 
 
@@ -208,7 +234,8 @@ def _tail(live: observed_.LiveObject, seen: observed_.Observed) -> tuple[str, pr
 
 
 def _kernel(spec: Spec) -> str:
-    return f"kernel {spec.group.kernel} ({spec.group.os.tag})"
+    ahead = ", ahead of its nodes" if spec.ahead else ""
+    return f"kernel {spec.group.kernel} ({spec.group.os.tag}{ahead})"
 
 
 def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str], now: datetime) -> Decision:

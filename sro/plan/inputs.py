@@ -235,6 +235,7 @@ def observe(
     images: Mapping[str, tuple[observed_.ImageCheck, ...]] = MappingProxyType({}),
     drains: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
     rechecked: frozenset[str] = frozenset(),
+    preflight: observed_.Preflight = observed_.NO_PREFLIGHT,
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
     what the registry said of each kernel group's images).
@@ -266,6 +267,7 @@ def observe(
         upgrade_policy=sr.spec.upgrade_policy,
         drains=drains,
         rechecked=rechecked,
+        preflight=preflight,
     )
 
 

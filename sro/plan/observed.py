@@ -185,6 +185,22 @@ class ImageCheck:
 
 _NO_IMAGES: Mapping[str, tuple[ImageCheck, ...]] = MappingProxyType({})
 _NO_DRAINS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preflight:
+    """``spec.preflight``'s expected kernels as the engine rendered and checked them:
+    their kernel groups, what the registry said of each group's images, and the build
+    Jobs rendered for them (``sro.plan.preflight``); empty when none is expected."""
+
+    groups: tuple[desired.KernelGroup, ...] = ()
+    images: Mapping[str, tuple[ImageCheck, ...]] = field(default_factory=lambda: _NO_IMAGES)
+    builds: tuple[desired.DesiredObject, ...] = ()
+    build: bool = False
+    """Whether the missing images are built ahead (``spec.preflight.build``)."""
+
+
+NO_PREFLIGHT = Preflight()
 _NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
 _NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
@@ -236,6 +252,9 @@ class Observed:
     def revision_of(self, owner_uid: str, hash_: str) -> Revision | None:
         """The DaemonSet's revision whose pods carry ``controller-revision-hash: hash_``."""
         return next((r for r in self.revisions if r.owner_uid == owner_uid and r.hash == hash_), None)
+
+    preflight: Preflight = NO_PREFLIGHT
+    """``spec.preflight``'s kernels, checked (``sro.plan.preflight``)."""
     rechecked: frozenset[str] = frozenset()
     """Uids of build Jobs whose image the engine has looked up again since they completed
     (``sro.plan.builds``): engine memory, like ``logs``."""

@@ -60,7 +60,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, progress, times, views
-from sro.plan import builds, images, lifecycle, node_patches, upgrade_records, upgrade_status
+from sro.plan import builds, images, lifecycle, node_patches, preflight, upgrade_records, upgrade_status
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
 from sro.plan import upgrade as upgrade_
@@ -190,6 +190,10 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     wanted, seen = parts.wanted, parts.seen
     verdict = images.decide(wanted, seen)  # images a registry says are not there (if checked)
     made = builds.decide(parts, observed, rechecked=observed.rechecked, now=now)
+    early = preflight.ahead(observed.preflight, wanted)  # spec.preflight.build: ahead of the nodes
+    if early.specs:
+        seen_early = preflight.seen_for(observed, observed.preflight)
+        made = builds.merge(made, builds.decide(early, seen_early, rechecked=observed.rechecked, now=now))
     upgrading = upgrade_records.replacing(wanted.sr_name, seen.nodes)
     walked = walk_.walk(
         wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
@@ -236,6 +240,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         status = summary.status_no_nodes(
             previous, wanted=wanted, generation=seen.generation, recipe_source=seen.recipe_source, now=now
         )
+    status = preflight.with_rows(status, observed.preflight)
     shown = dataclasses.replace(verdict, missing=verdict.missing - made.building)  # building: no news
     status = images.status(status, wanted, seen, shown, now=now)
     status = builds.status(status, made, previous=previous, generation=seen.generation, now=now)

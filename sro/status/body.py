@@ -50,6 +50,24 @@ class KernelRow(TypedDict):
     digest: NotRequired[str]
 
 
+class PreflightImage(TypedDict):
+    """One image of a ``status.preflight`` row, as its registry answered."""
+
+    image: str
+    state: str
+    result: str
+    digest: NotRequired[str]
+
+
+class PreflightRow(TypedDict):
+    """One row of ``status.preflight``: an expected kernel on one OS (``sro.plan.preflight``)."""
+
+    kernel: str
+    os: str
+    ready: bool
+    images: list[PreflightImage]
+
+
 class HeldNode(TypedDict):
     """One row of ``status.heldNodes``: a node kept as it was after losing labels."""
 
@@ -92,3 +110,4 @@ class StatusBody(TypedDict, total=False):
     heldNodes: list[HeldNode]
     states: list[StateRow]
     upgrade: UpgradeStatus
+    preflight: list[PreflightRow]

@@ -19,14 +19,14 @@ from typing import Any, Literal, TypedDict, cast
 
 from sro.model import crd_limits, desired, progress
 from sro.status import conditions
-from sro.status.body import KernelRow, NodeTotals, RecipeSource, StateRow, StatusBody
+from sro.status.body import KernelRow, NodeTotals, PreflightRow, RecipeSource, StateRow, StatusBody
 
 # The CRD's bounds (maxItems, maxLength): a longer value would make the API server refuse the write.
 FAILING_NODES_MAX = crd_limits.FAILING_NODES_MAX
 STATE_MAX = crd_limits.STATE_LINE_MAX
 ROW_MESSAGE_MAX = crd_limits.ROW_MESSAGE_MAX
 REASON_MAX = crd_limits.FAILING_REASON_MAX
-_KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states")
+_KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states", "preflight")
 
 
 class _Rest(TypedDict, total=False):
@@ -36,6 +36,7 @@ class _Rest(TypedDict, total=False):
     nodes: NodeTotals
     kernels: list[KernelRow]
     states: list[StateRow]
+    preflight: list[PreflightRow]
 
 
 def _plural(count: int, word: str) -> str:
@@ -79,6 +80,8 @@ def _body(
         body["kernels"] = rest["kernels"]
     if "states" in rest:
         body["states"] = rest["states"]
+    if "preflight" in rest:
+        body["preflight"] = rest["preflight"]
     return body
 
 
