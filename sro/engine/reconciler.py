@@ -27,7 +27,7 @@ import structlog
 
 from sro import errors
 from sro.cache import projections
-from sro.engine import compute, execute, ports, recipes, status_writes, teardown, waves
+from sro.engine import compute, execute, ports, preflight, recipes, status_writes, teardown, waves
 from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
@@ -58,6 +58,7 @@ class _Memory:
     held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # what drains left, by node
     rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
+    expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +191,14 @@ class Engine:
             return await refuse(exc.reason, str(exc))
         checked = None if self._images is None else await self._images.check(wanted)
         wanted = wanted if checked is None else checked.state  # pinned by digest
+        expected = observed_.NO_PREFLIGHT
+        if self._images is not None:
+            chosen = frozenset(wanted.nodes)
+            expected, memory.expected = await preflight.check(
+                sr, recipe, selected=[n for n in nodes if n.name in chosen], images=self._images,
+                env=self._environment(keep_off=peers.conflict.excluded), facts=self._kinds.snapshot(),
+                last=memory.expected,
+            )  # fmt: skip
         failures: list[outcomes.Failure] = []
         current = None if owner is None else namespace_.current_labels(self._reader, sr)
         security = pod_security.decide(wanted.objects, sr.spec.pod_security, current=current)
@@ -220,6 +229,7 @@ class Engine:
             lagging=self._reader.lagging(inputs.watched_kinds(wanted.objects, owned)),
             images={} if checked is None else checked.images,
             rechecked=memory.rechecked,
+            preflight=expected,
         )
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
@@ -346,21 +356,11 @@ class Engine:
         keep_off: frozenset[str],
         memory: _Memory,
     ) -> desired.DesiredState:
-        def environment() -> pipeline.Environment:
-            return pipeline.Environment(
-                cluster_version=self._kinds.cluster_version()[0],
-                operator=self._settings.operator,
-                proxy=self._settings.proxy,
-                is_namespaced=self._kinds.is_namespaced,
-                is_served=self._kinds.is_served,
-                keep_off=keep_off,
-                policy=self._settings.policy,
-            )
-
         async def render() -> desired.DesiredState:
             rendered = await compute.render(
-                sr, recipe, nodes, env=environment(), facts=self._kinds.snapshot(), last=memory.rendered
-            )
+                sr, recipe, nodes, env=self._environment(keep_off=keep_off), facts=self._kinds.snapshot(),
+                last=memory.rendered,
+            )  # fmt: skip
             memory.rendered = rendered
             return rendered.state
 
@@ -371,6 +371,17 @@ class Engine:
             if not await self._kinds_refreshed():
                 raise
             return await render()
+
+    def _environment(self, *, keep_off: frozenset[str]) -> pipeline.Environment:
+        return pipeline.Environment(
+            cluster_version=self._kinds.cluster_version()[0],
+            operator=self._settings.operator,
+            proxy=self._settings.proxy,
+            is_namespaced=self._kinds.is_namespaced,
+            is_served=self._kinds.is_served,
+            keep_off=keep_off,
+            policy=self._settings.policy,
+        )
 
     async def _kinds_refreshed(self) -> bool:
         refresh = getattr(self._kinds, "refresh", None)
