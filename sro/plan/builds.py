@@ -275,15 +275,15 @@ def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str]
         found = live[(spec.inputs, attempt)]
         done, broken = _true(found, "Complete"), _true(found, "Failed")
         if done is None and broken is None:
-            apply.append(job(spec, attempt, sr_name=sr_name))
+            keep.add(found.ref)  # a Job is never changed: its template is immutable
             building.update({spec.group.key} if missing else ())
             moving.append(f"building {spec.image} for {_kernel(spec)}: Job {spec.name(attempt)} running")
             continue
         if done is not None and not missing:
-            apply.append(job(spec, attempt, sr_name=sr_name))  # kept: the record of this build
+            keep.add(found.ref)  # the record of this build
             continue
         if done is not None and found.uid not in rechecked:
-            apply.append(job(spec, attempt, sr_name=sr_name))
+            keep.add(found.ref)
             building.add(spec.group.key)
             recheck.append((spec.image, found.uid))
             moving.append(f"built {spec.image} for {_kernel(spec)}: Job {spec.name(attempt)}, looking again")
@@ -296,7 +296,7 @@ def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str]
             building.update({spec.group.key} if missing else ())
             moving.append(f"building {spec.image} for {_kernel(spec)}: Job {spec.name(attempt + 1)} (retry)")
             continue
-        apply.append(job(spec, attempt, sr_name=sr_name))
+        keep.add(found.ref)
         waits.append(due - now)
         if broken is not None:
             said = broken.message or broken.reason or "failed"
