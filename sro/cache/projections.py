@@ -6,6 +6,13 @@ identity fields plus the full body without ``managedFields``. Owned objects are 
 (tens per SpecialResource), readiness reads assorted status fields of assorted kinds,
 and drift detection compares the live object with the desired one field by field:
 keeping the body is simpler and cheap at that scale.
+
+Anyone may set the ``sro.dev/owner`` label the owned watches filter on, so an owned watch
+keeps the body only of objects whose controller is a SpecialResource (what sro makes),
+and of ControllerRevisions (the DaemonSet controller makes them from sro's templates).
+Any other labelled object is cached as its identity, owner references, finalizers and
+the owner label alone: a tenant's flood of labelled objects costs a few hundred bytes
+each, whatever their size, and sro never reads more of them than that.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from sro.model import desired, views
+from sro.model import desired, specialresource, views
 
 OWNER_LABEL = "sro.dev/owner"
 
@@ -83,10 +90,48 @@ def pod(body: Mapping[str, Any]) -> views.PodView:
     return views.PodView.from_body(body)
 
 
-def for_kind(api_version: str, kind: str) -> Projection[Any]:
-    """The projection the cache uses for a kind."""
+def for_kind(api_version: str, kind: str, *, owned: bool = False) -> Projection[Any]:
+    """The projection the cache uses for a kind; ``owned``: for a watch filtered on the
+    owner label, which keeps whole only what a SpecialResource controls."""
     if api_version == "v1" and kind == "Node":
         return node
     if api_version == "v1" and kind == "Pod":
         return pod
+    if owned and kind != "ControllerRevision":
+        return _owned_view
     return ObjectView.from_body
+
+
+_KEPT_OF_FOREIGN = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+_FINALIZERS_KEPT = 16  # whether an object has finalizers is what teardown asks of it
+
+
+def _controlled_by_a_specialresource(meta: Mapping[str, Any]) -> bool:
+    refs = meta.get("ownerReferences")
+    return isinstance(refs, list) and any(
+        isinstance(r, Mapping)
+        and r.get("controller") is True
+        and r.get("kind") == specialresource.KIND
+        and str(r.get("apiVersion", "")).startswith(f"{specialresource.GROUP}/")
+        for r in refs
+    )
+
+
+def _owned_view(body: Mapping[str, Any]) -> ObjectView:
+    meta: Mapping[str, Any] = body.get("metadata") or {}
+    if _controlled_by_a_specialresource(meta):
+        return ObjectView.from_body(body)
+    labels = meta.get("labels") or {}
+    kept: dict[str, Any] = {k: meta[k] for k in _KEPT_OF_FOREIGN if k in meta}
+    refs = meta.get("ownerReferences")
+    if isinstance(refs, list):  # the API server allows one controller reference at most
+        kept["ownerReferences"] = [r for r in refs if isinstance(r, Mapping) and r.get("controller") is True][
+            :1
+        ]
+    finalizers = meta.get("finalizers")
+    if isinstance(finalizers, list) and finalizers:
+        kept["finalizers"] = finalizers[:_FINALIZERS_KEPT]
+    if isinstance(labels, Mapping) and OWNER_LABEL in labels:
+        kept["labels"] = {OWNER_LABEL: labels[OWNER_LABEL]}
+    identity = {k: body[k] for k in ("apiVersion", "kind") if k in body}
+    return ObjectView.from_body({**identity, "metadata": kept})

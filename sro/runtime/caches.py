@@ -199,7 +199,7 @@ class Caches:
         api, discovery = self._running()
         assert self._group is not None
         resource = await discovery.resource(spec.api_version, spec.kind)
-        project = projections.for_kind(spec.api_version, spec.kind)
+        project = projections.for_kind(spec.api_version, spec.kind, owned=spec.role is Role.OWNED)
         store: store_.Store[Any] = store_.Store(
             resource=resource.plural, project=project, indexers=indexes.for_kind(spec.api_version, spec.kind)
         )
