@@ -15,7 +15,10 @@ is Progressing ``Building``, no DaemonSet of that kernel is written before the i
 exists, the node completes and the Job stays as the build's record; changing the
 build's inputs (``spec.set``) makes exactly one new Job and deletes the old; a build
 that fails is ``Degraded`` ``BuildFailed`` with its pod's log tail and is tried again
-only after the backoff. Left out: a real builder (``test_image_builds_buildah.py``).
+only after the backoff; a kernel in ``spec.preflight`` (with ``build``) is reported in
+``status.preflight``, its missing image built ahead on a node of its OS, and a node that
+then boots it runs the driver at once with no further build. Left out: a real builder
+(``test_image_builds_buildah.py``).
 """
 
 from __future__ import annotations
@@ -319,3 +322,47 @@ async def test_a_failing_build_is_build_failed_with_its_log_tail_and_retried_aft
     assert second[: -len("-2")] == first["metadata"]["name"][: -len("-1")], "same inputs, next attempt"
     await waiting.wait_for(lambda: first["metadata"]["name"] not in _jobs(made, name), timeout=30,
                            interval=0.5, message="the failed attempt deleted")  # fmt: skip
+
+
+K6 = "5.14.0-611.20.1.el9_7.x86_64"
+
+
+async def test_an_expected_kernel_is_reported_built_ahead_and_its_nodes_then_need_no_build(
+    made: Made, reg: registry_mod.Registry, recipe_dir: Callable[[str, dict[str, str]], Path]
+) -> None:
+    reg.push(REPOSITORY, K1)
+    group, nodes = made.group("pre", [{"count": 2, "kernel": K1, "os": RHEL}])
+    recipe_name = unique("pre-recipe")
+    recipe_dir(recipe_name, recipe(reg.host))
+    body = srs.manifest(unique("pre"), recipe=recipe_name, node_selector={srs.GROUP_LABEL: group},
+                        extra_spec={"preflight": {"kernels": [{"kernel": K6}], "build": True}})  # fmt: skip
+    name = made.sr(body)
+
+    def row() -> dict[str, Any] | None:
+        rows = srs.status(made.cluster, name).get("preflight") or []
+        return rows[0] if rows else None
+
+    def ahead() -> dict[str, Any] | None:
+        return next(iter(_jobs(made, name).values()), None)
+
+    found = await waiting.wait_for(ahead, timeout=60, interval=0.2, message="a build ahead of the nodes")
+    reg.push(REPOSITORY, K6)  # the test stands in for the builder
+    assert srs.KERNEL_LABEL not in (found["spec"]["template"]["spec"].get("nodeSelector") or {})
+    assert K6 in json.dumps(found["spec"]["template"]["spec"]["containers"][0]["args"])
+    first = await waiting.wait_for(row, timeout=60, interval=0.5, message="status.preflight")
+    assert (first["kernel"], first["os"]) == (K6, "rhel9.4"), first
+    ready = await waiting.wait_for(lambda: (r := row()) is not None and r["ready"] and r, timeout=60,
+                                   interval=0.5, message="status.preflight ready once built")  # fmt: skip
+    assert ready["images"] == [{"image": f"{reg.host}/{REPOSITORY}:{K6}", "state": "state-driver",
+                                "result": "exists", "digest": ready["images"][0]["digest"]}]  # fmt: skip
+    await srs.wait_ready(made.cluster, name, within=120)
+
+    since = datetime.now(UTC)
+    started = time.monotonic()
+    made.cluster.set_kernel([nodes[1]], K6)
+    await waiting.wait_for(lambda: _ready_driver(made, name, K6), timeout=120, interval=0.2,
+                           message="the K6 driver Ready")  # fmt: skip
+    print(f"\nkernel change to a first Ready driver pod, built ahead: {time.monotonic() - started:.1f} s")
+    await srs.wait_ready(made.cluster, name, within=120)
+    assert _jobs_written(made, name, since) == [], "the build made ahead is the group's build"
+    assert set(_jobs(made, name)) == {found["metadata"]["name"]}
