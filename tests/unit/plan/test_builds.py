@@ -7,8 +7,8 @@ stays as the build's record; a Job that succeeded without the image appearing, a
 Job that failed, are ``BuildFailed`` with the log tail, retried after a backoff that
 doubles up to its bound; changed inputs rebuild exactly once; a prebuilt image is never
 built; the build state gates no node; a builder image whose registry cannot be asked
-leaves the Jobs as they are, and a missing one is ``BuildFailed`` with no Job. Left out: the registry and the cluster
-(tests/e2e/test_image_builds.py).
+leaves the Jobs as they are, and a missing one is ``BuildFailed`` with no Job. Left
+out: the registry and the cluster (tests/e2e/test_image_builds.py).
 """
 
 from __future__ import annotations
