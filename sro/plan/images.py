@@ -186,7 +186,12 @@ def problem(
             if check.exists or (verdict.missing and not check.missing):
                 continue
             said = f": {check.detail}" if check.detail else ""
-            verb = "does not exist" if check.missing else f"could not be checked ({check.outcome}{said})"
+            if check.outcome == "invalid":  # no push or build can make it exist: the recipe's to fix
+                verb = f"is not an image reference{said}"
+            elif check.missing:
+                verb = "does not exist"
+            else:
+                verb = f"could not be checked ({check.outcome}{said})"
             lines.append(f"image {check.image} {verb} for {kernel} on nodes {_nodes(members.get(key, []))}")
     reason = IMAGE_MISSING if verdict.missing else REGISTRY_UNAVAILABLE
     return reason, "; ".join(dict.fromkeys(lines)) + "; nothing is torn down meanwhile"

@@ -162,3 +162,17 @@ def test_nothing_checked_changes_nothing() -> None:
     assert "driver-k2" in _refs(p.apply)
     assert [c.annotations for c in p.node_labels] == [{lifecycle.kernel_annotation(SR): K2.key}]
     assert label("state-driver") in p.node_labels[0].labels
+
+
+def test_an_image_that_is_not_a_reference_is_named_as_such_not_as_missing() -> None:
+    world = moved_world()
+    text = "registry.test/driver:" + "x" * 200
+    detail = "a tag is at most 128 characters"
+    world.images[K2.key] = (
+        observed.ImageCheck(image=text, state="state-driver", outcome="invalid", detail=detail),
+    )
+    p = world.step()
+    assert "driver-k2" not in _refs(p.apply)
+    degraded = {c["type"]: c for c in world.status["conditions"]}["Degraded"]
+    assert f"image {text} is not an image reference: {detail}" in degraded["message"]
+    assert "does not exist" not in degraded["message"]
