@@ -94,6 +94,12 @@ class Metrics:
             "sro_watch_relists", "Lists made by reflectors", ["resource", "reason"], registry=r
         )
         self.watch_events = Counter("sro_watch_events", "Watch events received", ["resource"], registry=r)
+        self.watch_handler_errors = Counter(
+            "sro_watch_handler_errors",
+            "Changes whose event handler raised (the change is not queued; the next one is)",
+            ["resource"],
+            registry=r,
+        )
         self.watch_lines_skipped = Counter(
             "sro_watch_lines_skipped",
             "Watch lines longer than the client keeps (the object stays as last listed)",
@@ -240,6 +246,9 @@ class Metrics:
 
     def watch_relisted(self, *, resource: str, reason: str) -> None:
         self.watch_relists.labels(resource=resource, reason=reason).inc()
+
+    def watch_handler_failed(self, *, resource: str) -> None:
+        self.watch_handler_errors.labels(resource=resource).inc()
 
     def watch_event(self, *, resource: str) -> None:
         self.watch_events.labels(resource=resource).inc()

@@ -57,6 +57,8 @@ class WatchMetrics(Protocol):
 
     def cache_size(self, *, resource: str, size: int) -> None: ...
 
+    def watch_handler_failed(self, *, resource: str) -> None: ...
+
 
 class _Inactive(Exception):
     """The stream went silent past the inactivity timeout."""
@@ -263,4 +265,9 @@ class Reflector(Generic[V]):
         try:
             self._on_change(change)
         except Exception:  # a handler bug must not stop the stream
-            self._log.exception("event handler failed")
+            obj = change.new if change.new is not None else change.old
+            self._log.exception(
+                "event handler failed",
+                object=f"{getattr(obj, 'namespace', '') or ''}/{getattr(obj, 'name', '')}".lstrip("/"),
+            )
+            self._metrics.watch_handler_failed(resource=self.name)

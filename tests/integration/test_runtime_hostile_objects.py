@@ -4,7 +4,8 @@ Covers: a SpecialResource whose ``spec.set`` nests 1,100 levels (Python's ``json
 ``RecursionError`` on it) is listed and watched like any other, cut below
 ``decode.MAX_DEPTH``, and objects around it keep flowing; a labelled ConfigMap of almost
 1 MiB on one line (past aiohttp's own line limit) arrives whole; the reflector never
-stops and no watch restart is counted as a crash.
+stops and no watch restart is counted as a crash; a handler that raises on one object is
+logged and counted, and the objects after it are delivered.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,12 @@ def nested(depth: int) -> str:
 
 
 def watch(
-    api: http.Api, resource: discovery.Resource, m: metrics.Metrics, *, namespace: str = ""
+    api: http.Api,
+    resource: discovery.Resource,
+    m: metrics.Metrics,
+    *,
+    namespace: str = "",
+    on_change: Callable[[store.Change[projections.ObjectView]], None] = lambda change: None,
 ) -> reflector.Reflector[Any]:
     s: store.Store[projections.ObjectView] = store.Store(
         resource=resource.plural, project=projections.ObjectView.from_body
@@ -44,7 +51,7 @@ def watch(
         api=api,
         resource=resource,
         store=s,
-        on_change=lambda change: None,
+        on_change=on_change,
         settings=settings.WatchSettings(backoff_initial=0.2, backoff_cap=2.0),
         metrics=m,
         namespace=namespace,
@@ -109,6 +116,40 @@ async def test_a_labelled_configmap_of_almost_a_mebibyte_on_one_line_arrives_who
                 lambda: r.store.find("big", namespace=namespace) is not None, timeout=30, message="watched"
             )
             assert r.store.get("big", namespace=namespace).body["data"]["v"] == big
+            assert not task.done()
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_handler_that_raises_on_one_object_is_counted_and_the_stream_goes_on(
+    cluster: Any, namespace: str
+) -> None:
+    delivered: list[str] = []
+
+    def handler(change: store.Change[projections.ObjectView]) -> None:
+        obj = change.new or change.old
+        assert obj is not None
+        if obj.name == "boom":
+            raise KeyError("a handler bug")
+        delivered.append(obj.name)
+
+    m = metrics.Metrics()
+    async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+        resource = await discovery.Discovery(api).resource("v1", "ConfigMap")
+        r = watch(api, resource, m, namespace=namespace, on_change=handler)
+        task = asyncio.create_task(r.run())
+        try:
+            await asyncio.wait_for(r.synced.wait(), 60)
+            for name in ("boom", "after"):
+                body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+                cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(body))
+            await waiting.wait_for(
+                lambda: "after" in delivered, timeout=30, message="the next object delivered"
+            )
+            failed = m.registry.get_sample_value("sro_watch_handler_errors_total", {"resource": r.name})
+            assert failed == 1
+            assert r.store.find("boom", namespace=namespace) is not None  # cached all the same
             assert not task.done()
         finally:
             task.cancel()
