@@ -3,7 +3,8 @@
 Keys live under ``sro.dev/``; recipes written for the original operator use
 ``specialresource.openshift.io/``, accepted as an alias for every key with an sro hook.
 Its ``state`` and ``driver-container-vendor`` keys are accepted and ignored (the
-directory is the state; sro builds nothing), with a warning for ``sro lint``. Any other
+directory is the state; a build is a Job annotated ``sro.dev/builds``), with a warning
+for ``sro lint``. Any other
 key under either prefix, or an invalid value, is RecipeInvalid: a typo must not turn a
 hook off silently.
 """
