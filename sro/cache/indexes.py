@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sro.cache import projections
+from sro.model import specialresource as sr_model
 
 BY_NODE = "node"
 BY_OWNER = "owner"
@@ -22,7 +22,7 @@ def pod_node(view: Any) -> Iterable[str]:
 
 def owner(view: Any) -> Iterable[str]:
     labels = getattr(view, "labels", None) or {}
-    value = labels.get(projections.OWNER_LABEL, "")
+    value = labels.get(sr_model.OWNER_LABEL, "")
     return (value,) if value else ()
 
 

@@ -24,8 +24,6 @@ from typing import Any, TypeVar
 
 from sro.model import desired, specialresource, views
 
-OWNER_LABEL = "sro.dev/owner"
-
 V = TypeVar("V")
 Projection = Callable[[Mapping[str, Any]], V]
 
@@ -73,7 +71,7 @@ class ObjectView:
             ref=desired.ObjectRef.of(body),
             uid=str(meta.get("uid", "")),
             labels=MappingProxyType({str(k): str(v) for k, v in labels.items()}) if labels else _EMPTY,
-            owner=str(labels.get(OWNER_LABEL, "")),
+            owner=str(labels.get(specialresource.OWNER_LABEL, "")),
             generation=int(meta.get("generation", 0) or 0),
             observed_generation=int(observed) if isinstance(observed, int) else None,
             resource_version=str(meta.get("resourceVersion", "")),
@@ -131,7 +129,7 @@ def _owned_view(body: Mapping[str, Any]) -> ObjectView:
     finalizers = meta.get("finalizers")
     if isinstance(finalizers, list) and finalizers:
         kept["finalizers"] = finalizers[:_FINALIZERS_KEPT]
-    if isinstance(labels, Mapping) and OWNER_LABEL in labels:
-        kept["labels"] = {OWNER_LABEL: labels[OWNER_LABEL]}
+    if isinstance(labels, Mapping) and specialresource.OWNER_LABEL in labels:
+        kept["labels"] = {specialresource.OWNER_LABEL: labels[specialresource.OWNER_LABEL]}
     identity = {k: body[k] for k in ("apiVersion", "kind") if k in body}
     return ObjectView.from_body({**identity, "metadata": kept})

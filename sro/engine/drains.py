@@ -23,12 +23,12 @@ import structlog
 from sro import errors
 from sro.engine import ports, waves
 from sro.model import desired
+from sro.model import specialresource as sr_model
 from sro.plan import upgrade_records
 
 log = structlog.get_logger(__name__)
 
 MIRROR = "kubernetes.io/config.mirror"
-OWNER_LABEL = "sro.dev/owner"
 
 
 def _left_alone(pod: Mapping[str, Any], request: upgrade_records.DrainRequest) -> bool:
@@ -36,7 +36,7 @@ def _left_alone(pod: Mapping[str, Any], request: upgrade_records.DrainRequest) -
     labels = meta.get("labels") or {}
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return True
-    if MIRROR in (meta.get("annotations") or {}) or OWNER_LABEL in labels:
+    if MIRROR in (meta.get("annotations") or {}) or sr_model.OWNER_LABEL in labels:
         return True
     if any(o.get("kind") == "DaemonSet" and o.get("controller") for o in meta.get("ownerReferences") or ()):
         return True

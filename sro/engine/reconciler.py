@@ -214,7 +214,7 @@ class Engine:
         owned = self._reader.owned(sr.name)
         mine, foreign = inputs.partition(owned, sr.uid)
         for view in foreign:
-            self._note_foreign(sr.name, view)
+            await self._note_foreign(sr, view)
         seen = inputs.observe(
             sr,
             wanted=wanted,
@@ -319,19 +319,26 @@ class Engine:
                 failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
         return failures
 
-    def _note_foreign(self, name: str, view: projections.ObjectView) -> None:
-        """An object labelled as this SpecialResource's that is not: said once per object
-        (the memory of what was said is bounded: a flood of such objects is said again)."""
-        key = (name, str(view.ref), view.uid)
-        if key not in self._foreign_noted:
-            if len(self._foreign_noted) >= FOREIGN_NOTED_MAX:
-                self._foreign_noted.clear()
-            self._foreign_noted.add(key)
-            log.warning(
-                "object labelled as this SpecialResource's but not made by it: ignored, never written",
-                sr=name,
-                object=str(view.ref),
-            )
+    async def _note_foreign(self, sr: sr_model.SpecialResource, view: projections.ObjectView) -> None:
+        """An object labelled as this SpecialResource's that is not: said once per object, in
+        the log and as an Event named by the object's uid (posted again after a restart, it
+        is refused as existing); the memory of what was said is bounded, so a flood of such
+        objects is said again."""
+        key = (sr.name, str(view.ref), view.uid)
+        if key in self._foreign_noted:
+            return
+        if len(self._foreign_noted) >= FOREIGN_NOTED_MAX:
+            self._foreign_noted.clear()
+        self._foreign_noted.add(key)
+        log.warning(
+            "object labelled as this SpecialResource's but not made by it: ignored, never written",
+            sr=sr.name,
+            object=str(view.ref),
+        )
+        said = events.foreign_object(view.ref, sr_name=sr.name)
+        await self._status.emit(
+            sr_name=sr.name, sr_uid=sr.uid, events_=(said,), transition=f"foreign/{view.uid}"
+        )
 
     def _note_summary(self, name: str, me: inputs.PeerSummary, memory: _Memory) -> None:
         """When what others see of this SpecialResource changes, they must look again."""

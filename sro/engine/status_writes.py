@@ -70,15 +70,20 @@ class StatusWriter:
         log.debug("status written", sr=name, state=status.get("state", ""), resource_version=version)
         return True
 
-    async def emit(self, *, sr_name: str, sr_uid: str, events_: Sequence[events.Event]) -> int:
+    async def emit(
+        self, *, sr_name: str, sr_uid: str, events_: Sequence[events.Event], transition: str = ""
+    ) -> int:
         """Post one Event per entry; one that cannot be written is logged, not raised.
 
         Events are advisory: losing one must never fail the reconcile that caused it.
-        Names are those of ``events.name`` for the transition ``write_status`` recorded;
-        without one (no status written first) a random transition keeps names unique.
+        Names are those of ``events.name`` for ``transition`` when given (something said
+        once whatever the status, such as a foreign object), else for the transition
+        ``write_status`` recorded; without one (no status written first) a random
+        transition keeps names unique.
         """
         written = 0
-        transition = self._transitions.pop(sr_name, "") or f"unrecorded-{uuid.uuid4().hex}"
+        if not transition:
+            transition = self._transitions.pop(sr_name, "") or f"unrecorded-{uuid.uuid4().hex}"
         for event in events_:
             body = events.body(
                 event,

@@ -45,7 +45,7 @@ class WriteReport:
 
 def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
     labels = dict(meta.get("labels") or {})
-    labels[projections.OWNER_LABEL] = sr_name
+    labels[sr_model.OWNER_LABEL] = sr_name
     return {**meta, "labels": labels}
 
 

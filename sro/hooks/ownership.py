@@ -22,7 +22,6 @@ from sro.model import desired
 from sro.model import specialresource as srmodel
 from sro.render import kinds
 
-OWNER_LABEL = "sro.dev/owner"
 STATE_LABEL = "sro.dev/state"
 
 
@@ -75,7 +74,7 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
 
 def _label(meta: dict[str, Any], *, sr: str, state: str) -> None:
     labels = base.sub(meta, "labels")
-    labels[OWNER_LABEL] = sr
+    labels[srmodel.OWNER_LABEL] = sr
     labels[STATE_LABEL] = state
 
 

@@ -23,6 +23,9 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "SpecialResource"
 PLURAL = "specialresources"
+OWNER_LABEL = f"{GROUP}/owner"
+"""On every object sro makes, naming its SpecialResource: the owned watches' filter. Anyone
+may set it: ownership is the controller owner reference, never the label."""
 FINALIZER = "sro.dev/cleanup"
 
 NAME_MAX = 40  # the name goes into label keys (<sr>.sro.dev/<state>) and object names

@@ -160,7 +160,7 @@ def owned_pods(pods: Iterable[views.PodView], *, sr_name: str, sr_uid: str = "")
     return tuple(
         p
         for p in pods
-        if p.labels.get(projections.OWNER_LABEL) == sr_name
+        if p.labels.get(sr_model.OWNER_LABEL) == sr_name
         and p.owner_kind not in observed_.POD_CONTROLLERS
         and (not sr_uid or p.owner_uid == sr_uid)
     )

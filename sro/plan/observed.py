@@ -29,6 +29,10 @@ from sro.model import desired, upgrade_policy, views
 # ``metadata.generation`` unless a non-template spec field (update strategy, say) changed.
 DS_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
+# The label the DaemonSet controller puts on each pod: the hash of its template, and the
+# suffix of the name of the ControllerRevision that keeps that template.
+REVISION_HASH = "controller-revision-hash"
+
 # Kinds whose pods are made by a controller: such pods are never owned objects themselves.
 POD_CONTROLLERS = frozenset({"DaemonSet", "ReplicaSet", "StatefulSet", "Job"})
 
@@ -142,7 +146,7 @@ class Revision:
         return cls(
             name=str(meta.get("name", "")),
             owner_uid=str(owner.get("uid", "")),
-            hash=str((meta.get("labels") or {}).get("controller-revision-hash", "")),
+            hash=str((meta.get("labels") or {}).get(REVISION_HASH, "")),
             number=_int(body.get("revision")),
             # The controller stores the template as a strategic-merge patch that replaces it.
             template=MappingProxyType({k: v for k, v in template.items() if k != "$patch"}),
@@ -244,10 +248,18 @@ class Observed:
     revisions: tuple[Revision, ...] = ()
     """The ControllerRevisions of the owned DaemonSets (their template history)."""
 
+    @cached_property
+    def current_revisions(self) -> Mapping[str, Revision]:
+        """DaemonSet uid -> its current template revision (the highest number), where known."""
+        out: dict[str, Revision] = {}
+        for r in self.revisions:
+            if r.owner_uid not in out or r.number > out[r.owner_uid].number:
+                out[r.owner_uid] = r
+        return out
+
     def current_revision(self, owner_uid: str) -> Revision | None:
         """The DaemonSet's current template revision, if its history is known."""
-        mine = [r for r in self.revisions if r.owner_uid == owner_uid]
-        return max(mine, key=lambda r: r.number) if mine else None
+        return self.current_revisions.get(owner_uid)
 
     def revision_of(self, owner_uid: str, hash_: str) -> Revision | None:
         """The DaemonSet's revision whose pods carry ``controller-revision-hash: hash_``."""

@@ -156,8 +156,12 @@ def daemonset_on_node(
     *,
     logs: Mapping[str, Mapping[str, str]],
     previous_counts: bool = False,
+    current_hash: str = "",
 ) -> Verdict:
-    """The DaemonSet's pod on this node is Ready, not deleting, of the current template.
+    """The DaemonSet's pod on this node is Ready, not deleting, of the current template:
+    its template generation, or (``current_hash``, the DaemonSet's current
+    ControllerRevision, where known) its ``controller-revision-hash`` — a template set
+    back to one a pod already runs leaves that pod current.
 
     With ``wait-for-logs``, the pod's log tails must match as well. With
     ``previous_counts`` (an ``OnDelete`` DaemonSet on a node whose turn to upgrade has
@@ -166,7 +170,16 @@ def daemonset_on_node(
     """
     if live is None:
         return waiting(f"DaemonSet/{obj.ref.name} not created yet")
-    current = [p for p in pods if not p.deleting and p.template_generation == str(live.template_generation)]
+    generation = str(live.template_generation)
+    current = [
+        p
+        for p in pods
+        if not p.deleting
+        and (
+            p.template_generation == generation
+            or (current_hash and p.labels.get(observed_.REVISION_HASH) == current_hash)
+        )
+    ]
     if not current and previous_counts and live.update_strategy == "OnDelete":
         current = [p for p in pods if not p.deleting]
     if not current:

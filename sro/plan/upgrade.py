@@ -143,7 +143,9 @@ class _Pass:
 
 def _running(pods: Sequence[views.PodView]) -> Mapping[str, str]:
     """Each DaemonSet's revision hash among a node's outdated pods: what it ran so far."""
-    return {p.owner_name: p.labels[records.REVISION_HASH] for p in pods if records.REVISION_HASH in p.labels}
+    return {
+        p.owner_name: p.labels[observed_.REVISION_HASH] for p in pods if observed_.REVISION_HASH in p.labels
+    }
 
 
 def plan(
@@ -318,6 +320,8 @@ def _advance(
 ) -> str:
     """One step of a node in progress; returns its phase after this pass."""
     elapsed = _elapsed(rec, p.now)
+    if phase in (records.CORDONED, records.DRAINING) and not old:
+        return p.move(node, rec, records.VALIDATING).phase  # the template went back to what it runs: no drain
     if phase == records.CORDONED:
         return p.move(node, rec, records.DRAINING if policy.drain.enable else records.REPLACING).phase
     if phase == records.DRAINING:

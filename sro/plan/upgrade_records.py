@@ -46,9 +46,6 @@ IN_PROGRESS = frozenset({CORDONED, DRAINING, REPLACING, VALIDATING})
 """Phases of a node on its way to the revision being rolled out."""
 NEW_POD = frozenset({REPLACING, VALIDATING, ROLLING_BACK})
 """Phases in which only a pod of the current template counts for the node's states."""
-REVISION_HASH = "controller-revision-hash"
-"""The label the DaemonSet controller puts on each pod: the hash of its template, and the
-suffix of the name of the ControllerRevision that keeps that template."""
 
 
 def label(sr_name: str) -> str:
@@ -157,7 +154,7 @@ def outdated(seen: observed_.Observed) -> Mapping[str, tuple[views.PodView, ...]
         if int(pod.template_generation) >= live.template_generation:
             continue
         now = current.get(live.uid)
-        if now is not None and pod.labels.get(REVISION_HASH) == now.hash:
+        if now is not None and pod.labels.get(observed_.REVISION_HASH) == now.hash:
             continue  # the template went back to the one this pod runs
         found.setdefault(pod.node, []).append(pod)
     return {node: tuple(pods) for node, pods in found.items()}

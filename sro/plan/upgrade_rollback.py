@@ -60,7 +60,7 @@ def runs_previous(
     revision (its driver was never replaced: nothing to roll back)."""
     for name, hash_ in rec.previous.items():
         pods = seen.daemonset_pods(_ds_ref(wanted, name), node)
-        if not any(not p.deleting and p.labels.get(records.REVISION_HASH) == hash_ for p in pods):
+        if not any(not p.deleting and p.labels.get(observed_.REVISION_HASH) == hash_ for p in pods):
             return False
     return True
 
@@ -136,7 +136,7 @@ def step(
     wrong: list[views.PodView] = []
     for name, hash_ in back.hashes.items():
         pods = seen.daemonset_pods(_ds_ref(wanted, name), node)
-        wrong.extend(p for p in pods if not p.deleting and p.labels.get(records.REVISION_HASH) != hash_)
+        wrong.extend(p for p in pods if not p.deleting and p.labels.get(observed_.REVISION_HASH) != hash_)
     if not wrong and complete:
         return Step(phase=records.ROLLED_BACK)
     if elapsed >= ROLLBACK_TIMEOUT:

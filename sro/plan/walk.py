@@ -122,7 +122,15 @@ class _Judge:
             if live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
                 pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
             previous = self._upgrading is not None and node not in self._upgrading
-            return readiness.daemonset_on_node(obj, live, pods, logs=seen.logs, previous_counts=previous)
+            current = seen.current_revision(live.uid) if live is not None and live.uid else None
+            return readiness.daemonset_on_node(
+                obj,
+                live,
+                pods,
+                logs=seen.logs,
+                previous_counts=previous,
+                current_hash=current.hash if current is not None else "",
+            )
         if obj.kind == "Pod":
             verdict = readiness.pod_verdict(obj, seen.pod(ref), logs=seen.logs)
             retry = seen.retries.get(ref)

@@ -38,7 +38,7 @@ from sro.apply import diff as apply_diff
 from sro.apply import ssa
 from sro.cache import projections
 from sro.engine import recipes, writes
-from sro.hooks import builds, offline, ownership, pipeline
+from sro.hooks import builds, offline, pipeline
 from sro.kube import discovery, http
 from sro.model import desired, views
 from sro.model import specialresource as srmodel
@@ -146,7 +146,7 @@ async def _owned(
         items = await status.list_all(
             api,
             resource.path(),
-            params={"labelSelector": f"{ownership.OWNER_LABEL}={sr.name}"},
+            params={"labelSelector": f"{srmodel.OWNER_LABEL}={sr.name}"},
             resource=resource.plural,
         )
         for item in items:
@@ -218,7 +218,7 @@ def _namespace_body(sr: srmodel.SpecialResource) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": sr.spec.namespace, "labels": {ownership.OWNER_LABEL: sr.name}},
+        "metadata": {"name": sr.spec.namespace, "labels": {srmodel.OWNER_LABEL: sr.name}},
     }
 
 

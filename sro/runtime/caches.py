@@ -24,12 +24,13 @@ from sro.cache import indexes, projections
 from sro.cache import store as store_
 from sro.kube import discovery as discovery_
 from sro.kube import http
+from sro.model import specialresource as sr_model
 from sro.runtime import handlers
 from sro.watch import reflector as reflector_
 
 log = structlog.get_logger(__name__)
 
-OWNED_SELECTOR = projections.OWNER_LABEL  # "label exists": unrelated objects cost nothing
+OWNED_SELECTOR = sr_model.OWNER_LABEL  # "label exists": unrelated objects cost nothing
 NODE_API = ("v1", "Node")
 POD_API = ("v1", "Pod")
 WATCH_SYNC_DEADLINE = 30.0

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NewType
 
-from sro.cache import projections
 from sro.cache import store as store_
+from sro.model import specialresource as sr_model
 
 if TYPE_CHECKING:
     from sro.model import views
@@ -74,7 +74,7 @@ def owned(enqueue: Enqueue, *, namespaced_owner: bool = False) -> Handler:
         owners: set[QueueKey] = set()
         for view in (change.old, change.new):
             labels = getattr(view, "labels", None) or {}
-            owner = labels.get(projections.OWNER_LABEL)
+            owner = labels.get(sr_model.OWNER_LABEL)
             if owner:
                 owners.add(
                     QueueKey(f"{getattr(view, 'namespace', '')}/{owner}" if namespaced_owner else owner)

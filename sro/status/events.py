@@ -26,6 +26,7 @@ KERNEL_GROUP_REMOVED = "KernelGroupRemoved"
 CONFLICT_FOUND = "ConflictFound"
 OBJECTS_REMOVED = "ObjectsRemoved"
 RENDER_WARNINGS = "RenderWarnings"
+FOREIGN_OBJECT = "ForeignObjectIgnored"
 
 _LISTED_MAX = 5
 
@@ -121,6 +122,16 @@ def render_warnings(
     more = len(warnings) - _LISTED_MAX
     text = f"{shown} (and {more} more)" if more > 0 else shown
     return (Event(type="Warning", reason=RENDER_WARNINGS, message=text),)
+
+
+def foreign_object(ref: desired.ObjectRef, *, sr_name: str) -> Event:
+    """An object carrying this SpecialResource's owner label that sro did not make."""
+    return Event(
+        type="Warning",
+        reason=FOREIGN_OBJECT,
+        message=f"{ref} is labelled {sr_model.OWNER_LABEL}={sr_name} but is not controlled by this "
+        "SpecialResource: ignored, never written, counted or deleted",
+    )
 
 
 def transitions(

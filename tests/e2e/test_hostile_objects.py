@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import specialresources as srs
@@ -91,6 +92,13 @@ async def test_a_labelled_tenant_object_survives_reconciles_and_teardown_unadopt
     await waiting.wait_for(lambda: hx.status(name).get("observedGeneration") == 2,
                            timeout=10, message="the change was reconciled")
     hx.untouched(planted)
+
+    def said() -> list[dict[str, Any]]:
+        return [e for e in srs.events(hx.cluster, name) if e.get("reason") == "ForeignObjectIgnored"]
+
+    await waiting.wait_for(said, timeout=10, message="a ForeignObjectIgnored Event")
+    assert len(said()) == 1, "said once, however many passes saw it"
+    assert f"{planted.namespace}/{planted.name}" in said()[0]["note"]
     hx.remove_srs([name])
     hx.untouched(planted)
     await hx.after_case()

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from sro.cache import projections
+from sro.model import specialresource
 from sro.plan import inputs
 
 pytestmark = pytest.mark.unit
@@ -23,7 +24,7 @@ def _configmap(*, refs: list[dict[str, Any]], data_bytes: int = 0) -> dict[str, 
             "namespace": "tenant",
             "uid": "u-1",
             "resourceVersion": "42",
-            "labels": {projections.OWNER_LABEL: "gpu", "team": "x" * 60},
+            "labels": {specialresource.OWNER_LABEL: "gpu", "team": "x" * 60},
             "annotations": {"big": "y" * data_bytes},
             "ownerReferences": refs,
             "finalizers": [f"example.com/f{n}" for n in range(40)],
@@ -57,7 +58,7 @@ def test_a_foreign_labelled_object_costs_its_identity_whatever_its_size() -> Non
     view = project(_configmap(refs=[plain, other], data_bytes=512 * 1024))
     assert "data" not in view.body
     meta = view.body["metadata"]
-    assert meta["labels"] == {projections.OWNER_LABEL: "gpu"}
+    assert meta["labels"] == {specialresource.OWNER_LABEL: "gpu"}
     assert "annotations" not in meta
     assert meta["ownerReferences"] == [other]
     assert len(meta["finalizers"]) == 16

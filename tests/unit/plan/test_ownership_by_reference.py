@@ -42,7 +42,7 @@ def labelled(
             "name": name,
             "namespace": namespace,
             "uid": f"uid-{name}",
-            "labels": {projections.OWNER_LABEL: "gpu"},
+            "labels": {sr_model.OWNER_LABEL: "gpu"},
             "ownerReferences": refs,
         },
     }
@@ -52,7 +52,7 @@ def labelled(
 def test_only_the_controller_reference_to_the_srs_uid_makes_an_object_sros() -> None:
     mine = {"metadata": {"ownerReferences": [SR.owner_reference()]}}
     assert inputs.is_ours(mine, UID)
-    assert not inputs.is_ours({"metadata": {"labels": {projections.OWNER_LABEL: "gpu"}}}, UID)
+    assert not inputs.is_ours({"metadata": {"labels": {sr_model.OWNER_LABEL: "gpu"}}}, UID)
     not_controller = {"metadata": {"ownerReferences": [{**SR.owner_reference(), "controller": False}]}}
     assert not inputs.is_ours(not_controller, UID)
     other_uid = {"metadata": {"ownerReferences": [{**SR.owner_reference(), "uid": "someone-else"}]}}

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from sro.cache import projections, store
+from sro.model import specialresource
 from sro.runtime import handlers
 
 pytestmark = pytest.mark.unit
@@ -23,7 +24,7 @@ class Node:
 
 
 def obj(name: str, owner: str = "", ns: str = "") -> projections.ObjectView:
-    labels = {projections.OWNER_LABEL: owner} if owner else {}
+    labels = {specialresource.OWNER_LABEL: owner} if owner else {}
     return projections.ObjectView.from_body(
         {
             "apiVersion": "v1",
