@@ -228,7 +228,7 @@ def _revisions(*, reverted: bool) -> tuple[observed.Revision, ...]:
 
 
 def _hashed(pod: views.PodView, hash_: str) -> views.PodView:
-    return replace(pod, labels={**pod.labels, upgrade_records.REVISION_HASH: hash_})
+    return replace(pod, labels={**pod.labels, observed.REVISION_HASH: hash_})
 
 
 def _rolling(
@@ -403,3 +403,14 @@ def test_a_pod_of_the_current_revision_is_not_outdated_whatever_its_generation()
         [node("n00"), node("n01")], objects=[cached], pods=pods, revisions=_revisions(reverted=True)
     )
     assert set(upgrade_records.outdated(observed_)) == {"n01"}
+
+
+def test_a_node_started_for_a_template_that_went_back_to_its_own_is_not_drained_and_finishes() -> None:
+    # The DaemonSet's template was edited, then set back (drift repaired): the node started
+    # meanwhile runs the current template again, by hash, though of an older generation.
+    p = _rolling(upgrade_records.CORDONED, reverted=True, n00_pod=(1, "old"), previous={}, reason="")
+    assert _changes(p)["n00"].labels[LABEL] == upgrade_records.VALIDATING and p.drains == ()
+    p = _rolling(upgrade_records.VALIDATING, reverted=True, n00_pod=(1, "old"), previous={}, reason="")
+    done = _changes(p)["n00"]
+    assert done.labels[LABEL] == upgrade_records.DONE and done.unschedulable is False
+    assert p.delete == ()
