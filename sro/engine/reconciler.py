@@ -26,8 +26,7 @@ from typing import Any
 import structlog
 
 from sro import errors
-from sro.cache import projections
-from sro.engine import compute, execute, ports, preflight, recipes, status_writes, teardown, waves
+from sro.engine import compute, execute, ports, preflight, recipes, reporting, status_writes, teardown, waves
 from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
@@ -36,11 +35,9 @@ from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
-from sro.status import conditions, events, summary
 
 log = structlog.get_logger(__name__)
 
-FOREIGN_NOTED_MAX = 10_000
 NAMESPACE_POLL = 2.0
 """Seconds between looks at an operand namespace that is still terminating."""
 
@@ -95,10 +92,8 @@ class Engine:
         self._flaps = flaps
         self._clock = clock
         self._status = status_writes.StatusWriter(writer, clock=clock)
+        self._report = reporting.Reporter(reader=reader, status=self._status, clock=clock)
         self._memory: dict[str, _Memory] = {}
-        self._foreign_noted: set[tuple[str, str, str]] = set()
-        # name -> (the status the cache showed when this engine last wrote, what it wrote)
-        self._written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.state_nodes: dict[str, Mapping[str, Mapping[progress.Phase, int]]] = {}
         """name -> state -> phase -> nodes, from the last walk (the per-state node gauge)."""
 
@@ -106,12 +101,12 @@ class Engine:
         body = self._reader.special_resource(key)
         if body is None:
             self._memory.pop(key, None)
-            self._written.pop(key, None)
+            self._report.forget(key)
             self.state_nodes.pop(key, None)
             self._wake_peers(key, reason="deleted")
             return None
         now = self._clock()
-        previous = self._previous_status(key, body)
+        previous = self._report.previous(key, body)
         try:
             sr = sr_model.parse(body)
         except errors.RecipeError as exc:
@@ -124,7 +119,7 @@ class Engine:
                 now=now,
                 recheck=False,
             )
-            return await self._conclude(key, body, previous=previous, status=refused.status)
+            return await self._report.conclude(key, body, previous=previous, status=refused.status)
         log.debug("reconciling", sr=sr.name, generation=sr.generation)
         memory = self._memory.setdefault(sr.name, _Memory())
         if sr.deleting or sr.spec.management_state is sr_model.ManagementState.REMOVED:
@@ -135,7 +130,7 @@ class Engine:
             await teardown.add_finalizer(self._writer, sr)
         if sr.spec.management_state is sr_model.ManagementState.UNMANAGED:
             hands_off = planner.plan_unmanaged(previous=previous, generation=sr.generation, now=now)
-            return await self._conclude(sr.name, body, previous=previous, status=hands_off.status)
+            return await self._report.conclude(sr.name, body, previous=previous, status=hands_off.status)
         if sr.spec.management_state is sr_model.ManagementState.REMOVED:
             return await teardown.remove(self._teardown_context(sr, previous), now=now)
         return await self._managed(sr, body, previous, memory, now=now)
@@ -155,7 +150,7 @@ class Engine:
             refused = planner.plan_refused(
                 previous=previous, reason=reason, message=message, generation=sr.generation, now=now
             )
-            return await self._conclude(
+            return await self._report.conclude(
                 sr.name, body, previous=previous, status=refused.status, requeue_after=refused.requeue_after
             )
 
@@ -214,7 +209,7 @@ class Engine:
         owned = self._reader.owned(sr.name)
         mine, foreign = inputs.partition(owned, sr.uid)
         for view in foreign:
-            await self._note_foreign(sr, view)
+            await self._report.foreign(sr, view)
         seen = inputs.observe(
             sr,
             wanted=wanted,
@@ -270,7 +265,7 @@ class Engine:
             now=now,
         )
         memory.transient = done.transient
-        return await self._conclude(
+        return await self._report.conclude(
             sr.name,
             body,
             previous=previous,
@@ -318,27 +313,6 @@ class Engine:
                 log.warning("kind not watched", sr=wanted.sr_name, kind=kind, error=str(exc))
                 failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
         return failures
-
-    async def _note_foreign(self, sr: sr_model.SpecialResource, view: projections.ObjectView) -> None:
-        """An object labelled as this SpecialResource's that is not: said once per object, in
-        the log and as an Event named by the object's uid (posted again after a restart, it
-        is refused as existing); the memory of what was said is bounded, so a flood of such
-        objects is said again."""
-        key = (sr.name, str(view.ref), view.uid)
-        if key in self._foreign_noted:
-            return
-        if len(self._foreign_noted) >= FOREIGN_NOTED_MAX:
-            self._foreign_noted.clear()
-        self._foreign_noted.add(key)
-        log.warning(
-            "object labelled as this SpecialResource's but not made by it: ignored, never written",
-            sr=sr.name,
-            object=str(view.ref),
-        )
-        said = events.foreign_object(view.ref, sr_name=sr.name)
-        await self._status.emit(
-            sr_name=sr.name, sr_uid=sr.uid, events_=(said,), transition=f"foreign/{view.uid}"
-        )
 
     def _note_summary(self, name: str, me: inputs.PeerSummary, memory: _Memory) -> None:
         """When what others see of this SpecialResource changes, they must look again."""
@@ -403,60 +377,6 @@ class Engine:
             sr=sr, previous=previous, reader=self._reader, writer=self._writer, status=self._status
         )
 
-    def _previous_status(self, name: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The status this SpecialResource has now: the cache's, unless the cache still shows
-        what was there before this engine's last write (a reconcile can run before the watch
-        brings that write back), in which case the status written. Without this, a burst of
-        reconciles right after a transition would write the status and post its Events twice.
-        """
-        cached: Mapping[str, Any] = body.get("status") or {}
-        memo = self._written.get(name)
-        if (
-            memo is not None
-            and not summary.status_changed(cached, memo[0])
-            and summary.status_changed(cached, memo[1])
-        ):
-            return memo[1]
-        return cached
-
-    async def _conclude(
-        self,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        previous: Mapping[str, Any],
-        status: Mapping[str, Any],
-        events_: Sequence[events.Event] = (),
-        requeue_after: float | None = None,
-    ) -> float | None:
-        """Status first (only if changed), then the Events that status records; the requeue."""
-        written = await self._status.write_status(name=name, current=previous, status=status)
-        if written:
-            self._written[name] = (dict(body.get("status") or {}), dict(status))
-        if written and events_:
-            uid = str((body.get("metadata") or {}).get("uid", ""))
-            await self._status.emit(sr_name=name, sr_uid=uid, events_=events_)
-        return requeue_after
-
     async def report_unexpected(self, key: str, exc: BaseException) -> None:
-        """Say on the SpecialResource that its pass failed on something no step expected (a
-        bug, or an input no bound foresaw): Degraded ``ReconcileError`` naming the exception,
-        so it shows where people look and not only in the log. The controller still counts
-        the failure and retries with backoff; a status that cannot be written is logged."""
-        body = self._reader.special_resource(key)
-        if body is None:
-            return
-        previous = self._previous_status(key, body)
-        generation = int((body.get("metadata") or {}).get("generation") or 0)
-        refused = planner.plan_refused(
-            previous=previous,
-            reason=conditions.RECONCILE_ERROR,
-            message=f"the reconcile failed unexpectedly ({type(exc).__name__}: {exc}); retrying with backoff",
-            generation=generation,
-            now=self._clock(),
-            recheck=False,
-        )
-        try:
-            await self._conclude(key, body, previous=previous, status=refused.status)
-        except Exception as write_error:  # the original failure is what the caller raises
-            log.warning("could not report the failure on the SpecialResource", sr=key, error=str(write_error))
+        """See ``reporting.Reporter.unexpected``."""
+        await self._report.unexpected(key, exc)

@@ -1,0 +1,126 @@
+"""What the engine says about a SpecialResource besides its plan: the status it writes and
+the Events that record it, once each.
+
+Kept apart from the reconcile's steps (``reconciler``) because saying things once needs
+memory of what was said: the status this engine last wrote (a reconcile can run before
+the watch brings that write back, and must not write it and post its Events twice), and
+which foreign objects were already reported. The reconcile decides *what* to say
+(``sro.plan``); this keeps it from being said twice, and reports a pass that failed on
+something no step expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from sro.cache import projections
+from sro.engine import ports, status_writes
+from sro.model import specialresource as sr_model
+from sro.plan import planner
+from sro.status import conditions, events, summary
+
+log = structlog.get_logger(__name__)
+
+FOREIGN_NOTED_MAX = 10_000
+"""Foreign objects remembered as reported; past it the memory is cleared (each is said again)."""
+
+
+class Reporter:
+    """Status and Events of SpecialResources, each said once (see module docstring)."""
+
+    def __init__(
+        self, *, reader: ports.Reader, status: status_writes.StatusWriter, clock: Callable[[], datetime]
+    ) -> None:
+        self._reader = reader
+        self._status = status
+        self._clock = clock
+        self._foreign_noted: set[tuple[str, str, str]] = set()
+        # name -> (the status the cache showed when this engine last wrote, what it wrote)
+        self._written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+    def forget(self, name: str) -> None:
+        """The SpecialResource is gone: nothing of it to remember."""
+        self._written.pop(name, None)
+
+    def previous(self, name: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The status this SpecialResource has now: the cache's, unless the cache still shows
+        what was there before this engine's last write (a reconcile can run before the watch
+        brings that write back), in which case the status written. Without this, a burst of
+        reconciles right after a transition would write the status and post its Events twice.
+        """
+        cached: Mapping[str, Any] = body.get("status") or {}
+        memo = self._written.get(name)
+        if (
+            memo is not None
+            and not summary.status_changed(cached, memo[0])
+            and summary.status_changed(cached, memo[1])
+        ):
+            return memo[1]
+        return cached
+
+    async def conclude(
+        self,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        previous: Mapping[str, Any],
+        status: Mapping[str, Any],
+        events_: Sequence[events.Event] = (),
+        requeue_after: float | None = None,
+    ) -> float | None:
+        """Status first (only if changed), then the Events that status records; the requeue."""
+        written = await self._status.write_status(name=name, current=previous, status=status)
+        if written:
+            self._written[name] = (dict(body.get("status") or {}), dict(status))
+        if written and events_:
+            uid = str((body.get("metadata") or {}).get("uid", ""))
+            await self._status.emit(sr_name=name, sr_uid=uid, events_=events_)
+        return requeue_after
+
+    async def unexpected(self, key: str, exc: BaseException) -> None:
+        """Say on the SpecialResource that its pass failed on something no step expected (a
+        bug, or an input no bound foresaw): Degraded ``ReconcileError`` naming the exception,
+        so it shows where people look and not only in the log. The controller still counts
+        the failure and retries with backoff; a status that cannot be written is logged."""
+        body = self._reader.special_resource(key)
+        if body is None:
+            return
+        previous = self.previous(key, body)
+        generation = int((body.get("metadata") or {}).get("generation") or 0)
+        refused = planner.plan_refused(
+            previous=previous,
+            reason=conditions.RECONCILE_ERROR,
+            message=f"the reconcile failed unexpectedly ({type(exc).__name__}: {exc}); retrying with backoff",
+            generation=generation,
+            now=self._clock(),
+            recheck=False,
+        )
+        try:
+            await self.conclude(key, body, previous=previous, status=refused.status)
+        except Exception as write_error:  # the original failure is what the caller raises
+            log.warning("could not report the failure on the SpecialResource", sr=key, error=str(write_error))
+
+    async def foreign(self, sr: sr_model.SpecialResource, view: projections.ObjectView) -> None:
+        """An object labelled as this SpecialResource's that is not: said once per object, in
+        the log and as an Event named by the object's uid (posted again after a restart, it
+        is refused as existing); the memory of what was said is bounded, so a flood of such
+        objects is said again."""
+        key = (sr.name, str(view.ref), view.uid)
+        if key in self._foreign_noted:
+            return
+        if len(self._foreign_noted) >= FOREIGN_NOTED_MAX:
+            self._foreign_noted.clear()
+        self._foreign_noted.add(key)
+        log.warning(
+            "object labelled as this SpecialResource's but not made by it: ignored, never written",
+            sr=sr.name,
+            object=str(view.ref),
+        )
+        said = events.foreign_object(view.ref, sr_name=sr.name)
+        await self._status.emit(
+            sr_name=sr.name, sr_uid=sr.uid, events_=(said,), transition=f"foreign/{view.uid}"
+        )
