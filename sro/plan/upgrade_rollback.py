@@ -6,27 +6,32 @@ When ``maxFailedNodes`` nodes failed on a revision, the rollout halts
 
 * *what to go back to*: when a node's walk begins, its record keeps the
   ``controller-revision-hash`` of each driver pod it ran (``Record.previous``); the
-  DaemonSet controller keeps every template a DaemonSet had as a ControllerRevision
-  (owned by the DaemonSet, labelled like its pods, never deleted while a pod of it runs),
-  so that template is still in the cluster, whatever happened to sro meanwhile;
+  DaemonSet controller keeps the templates a DaemonSet had as ControllerRevisions (owned
+  by the DaemonSet, labelled like its pods; kept while a pod of one runs, and the last
+  ten besides), so that template is still in the cluster, whatever happened to sro
+  meanwhile; a node whose template is gone stays failed, and the message says so;
 * *how*: sro puts that template back on the DaemonSet itself (the render is left as it
   is; the planner applies the kept template in its place). The DaemonSet stays the one
   object sro writes and the DaemonSet controller makes pods for, and since it is
   ``OnDelete`` no pod changes by itself: nodes that never started keep their pods (which
   already run that template), nodes that finished keep theirs. Only the failed nodes'
-  pods are deleted, one node at a time as the walk would, and come back on the kept
-  template; their later states run again and, once all complete, the node is uncordoned
-  (if sro cordoned it) and *rolled-back*;
+  driver pods are deleted (those nodes are cordoned and drained already, and there are
+  at most ``maxFailedNodes`` of them), once the DaemonSet carries the kept template, and
+  come back on it; their later states run again and, once all complete, the node is
+  uncordoned (if sro cordoned it) and *rolled-back*;
 * *when*: only once no node is still walking to the failed revision (those finish first,
   done or failed), and only for nodes whose driver was replaced: a node that failed
   before (a drain past its timeout) still runs its previous driver and stays cordoned
   with its reason;
-* *how long*: the kept template stays on the DaemonSet while any node of this revision
-  is rolling back or rolled back, that is until the spec or the recipe changes the
-  render again (a new revision), which walks every node again, rolled-back ones too.
-  Rolled-back nodes count toward ``maxFailedNodes``, so the halt holds; a node whose
-  rollback does not complete within ``ROLLBACK_TIMEOUT`` fails for good
-  (``rollback_failed``) and is never rolled back again for this revision.
+* *how long*: the kept template stays on the DaemonSet while the rollout is halted and
+  a node of this revision is rolling back or rolled back (or failed its rollback).
+  Rolled-back nodes count toward ``maxFailedNodes``, so the halt holds until the spec or
+  the recipe changes the render again (a new revision), which walks every node again,
+  rolled-back ones too; raising ``maxFailedNodes`` instead lifts the halt, the rendered
+  template goes back on the DaemonSet and the rollout goes on, the rolled-back nodes
+  keeping their pods. A node whose rollback does not complete within
+  ``ROLLBACK_TIMEOUT`` fails for good (``rollback_failed``) and is never rolled back
+  again for this revision.
 
 Everything is recomputed from the node records, the ControllerRevisions and the render
 on each pass, so an operator restart in the middle of a rollback carries on with it.
