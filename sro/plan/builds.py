@@ -61,6 +61,8 @@ LOG_LINES = 12
 """Lines of the build's log tail a failure message carries (the condition's message is
 bounded by the CRD; the tail is cut to fit)."""
 LOG_CHARS = 1200
+LOG_SOON = timedelta(seconds=1)
+"""How soon to look again after asking for a failed build's log tail."""
 _NEVER = r"[^\s\S]"
 """A pattern no line matches: the whole tail is kept (``readiness.condense``)."""
 
@@ -301,7 +303,9 @@ def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str]
         if broken is not None:
             said = broken.message or broken.reason or "failed"
             tail, request = _tail(found, seen)
-            logs.extend([request] if request else ())
+            if request is not None:  # fetched by this pass: the next one, soon, says it
+                logs.append(request)
+                waits.append(LOG_SOON)
         else:
             said, tail = f"it completed but {spec.image} still does not exist in its registry", ""
         log_part = f"; log: {tail}" if tail else ""

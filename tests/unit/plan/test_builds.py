@@ -127,6 +127,7 @@ def test_a_failed_build_is_build_failed_with_its_log_tail_and_retried_with_a_dou
     w.pods[(pod.namespace, pod.name)] = pod
     p = w.step()
     assert [r.uid for r in p.logs_needed] == ["build-pod"]
+    assert p.requeue_after == builds.LOG_SOON.total_seconds()  # the next pass shows the tail
     logs = {"build-pod": {"build": "make: entering\nerror: no kernel headers for 5.15\n"}}
     p = planner.plan(w.desired, replace(w.observe(), logs=logs), now=w.now)
     status, why, message = (
