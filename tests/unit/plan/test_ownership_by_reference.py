@@ -3,7 +3,9 @@
 Covers ``inputs.is_ours`` (only the controller owner reference to the SpecialResource's
 uid proves it; the ``sro.dev/owner`` label does not), ``inputs.partition``, and that the
 ``Observed`` a pass plans from holds none of the labelled objects that are not sro's, so
-the planner can never delete them.
+the planner can never delete them; the DaemonSet controller's ControllerRevisions (which
+carry the owner label of sro's pod templates) are read as template history, neither sro's
+objects nor strangers'.
 """
 
 from __future__ import annotations
@@ -92,3 +94,58 @@ def test_teardown_counts_and_deletes_only_what_carries_the_reference() -> None:
         sr_name="gpu", seen=seen, generation=1, now=datetime(2026, 11, 24, tzinfo=UTC)
     )
     assert [d.ref for d in down.delete] == [mine.ref]
+
+
+def test_controller_revisions_of_sros_daemonsets_are_history_never_owned_objects() -> None:
+    ds = projections.ObjectView.from_body(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {
+                "name": "driver",
+                "namespace": "gpu",
+                "uid": "uid-driver",
+                "labels": {sr_model.OWNER_LABEL: "gpu"},
+                "ownerReferences": [SR.owner_reference()],
+            },
+        }
+    )
+    template = {"metadata": {"labels": {sr_model.OWNER_LABEL: "gpu"}}, "spec": {"containers": []}}
+
+    def history(name: str, owner_uid: str, number: int) -> projections.ObjectView:
+        return projections.ObjectView.from_body(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ControllerRevision",
+                "metadata": {
+                    "name": name,
+                    "namespace": "gpu",
+                    "uid": f"uid-{name}",
+                    "labels": {sr_model.OWNER_LABEL: "gpu", "controller-revision-hash": name[-3:]},
+                    "ownerReferences": [
+                        {"kind": "DaemonSet", "name": "driver", "uid": owner_uid, "controller": True}
+                    ],
+                },
+                "data": {"spec": {"template": {**template, "$patch": "replace"}}},
+                "revision": number,
+            }
+        )
+
+    kept, current, stranger = (
+        history("driver-abc", "uid-driver", 1),
+        history("driver-def", "uid-driver", 2),
+        (history("other-xyz", "uid-someone-else", 7)),
+    )
+    owned = [ds, kept, current, stranger]
+    assert inputs.partition(owned, UID) == ((ds,), ())  # neither sro's nor a stranger's to warn of
+    nothing = desired.DesiredState(
+        sr_name="gpu", namespace="gpu", recipe="gpu", states=(), objects=(), nodes=(), kernel_groups={}
+    )
+    seen = inputs.observe(
+        SR, wanted=nothing, nodes=(), owned=owned, namespace_pods=(), previous={}, recipe_source="built-in"
+    )
+    assert set(seen.objects) == {ds.ref}  # the DaemonSet controller's, never deleted by sro
+    assert [(r.hash, r.number) for r in seen.revisions] == [("abc", 1), ("def", 2)]
+    found = seen.revision_of("uid-driver", "abc")
+    assert found is not None and dict(found.template) == template  # the patch marker dropped
+    assert seen.current_revision("uid-driver") == seen.revision_of("uid-driver", "def")
