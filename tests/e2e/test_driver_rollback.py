@@ -8,8 +8,10 @@ validates and is uncordoned; the SpecialResource says UpgradeFailed naming the r
 the node and the failure, with its Events; the independent watcher (``upgrade_watch``)
 sees no other node cordoned or its driver replaced, and the budget held; the API
 server's audit log shows sro patched no other node, deleted only that node's pods, and
-wrote the DaemonSet twice (the new template, then the kept one). How long the halt and
-the rollback took, and sro's writes, are printed for the record.
+wrote the DaemonSet twice (the new template, then the kept one). The same with ``sro run``
+SIGKILLed when the rollout halts and started again: the rollback is carried on from what
+the cluster records, nothing done twice. How long the halt and the rollback took, and
+sro's writes, are printed for the record.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ def _driver_images(made: Made, namespace: str) -> dict[str, set[str]]:
     return out
 
 
+@pytest.mark.parametrize("killed", [False, True], ids=["", "sro-killed-when-it-halts"])
 async def test_a_driver_that_fails_validation_is_rolled_back_on_its_node_and_nothing_else_moves(
-    made: Made, operator: Operator
+    made: Made, operator: Operator, killed: bool
 ) -> None:
     k, os_id, version = KERNEL
     count = 5
@@ -90,6 +93,11 @@ async def test_a_driver_that_fails_validation_is_rolled_back_on_its_node_and_not
         )
         degraded = await srs.wait_degraded(made.cluster, name, "UpgradeFailed", within=300)
         halted = time.monotonic() - started
+        if killed:  # SIGKILL as the rollback begins, start again: it carries on from the cluster
+            assert operator.proc is not None
+            operator.proc.kill()
+            operator.proc.wait(timeout=30)
+            operator.start()
 
         def rolled_back() -> dict[str, object] | None:
             up = srs.status(made.cluster, name).get("upgrade") or {}
