@@ -194,10 +194,9 @@ def plan(
         (name, p.records.get(name, recs[name]).reason) for name, ph in phases.items() if ph in FAILING
     )
     halted = bool(failing) and len(failing) >= policy.max_failed_nodes
-    restore: Mapping[desired.ObjectRef, desired.DesiredObject] = _no_restore()
-    unkept: frozenset[str] = frozenset()
+    back = _Back()
     if halted:
-        restore, unkept = _roll_back(p, wanted, seen, walked, nodes=nodes, recs=recs, phases=phases, old=old)
+        back = _roll_back(p, wanted, seen, walked, nodes=nodes, recs=recs, phases=phases, old=old)
         failing = sorted(
             (name, p.records.get(name, recs[name]).reason) for name, ph in phases.items() if ph in FAILING
         )
@@ -219,10 +218,14 @@ def plan(
             )
             phases[name] = records.CORDONED
     rolled = [n for n, ph in phases.items() if ph == records.ROLLED_BACK]
-    settled = bool(rolled) and not any(
-        ph in (records.ROLLING_BACK, *records.IN_PROGRESS) for ph in phases.values()
+    settled = (
+        bool(rolled)
+        and not back.waiting
+        and not any(ph in (records.ROLLING_BACK, *records.IN_PROGRESS) for ph in phases.values())
     )
-    message = upgrade_status.halted_message(target, failing, rolled=rolled, unkept=unkept) if halted else ""
+    message = (
+        upgrade_status.halted_message(target, failing, rolled=rolled, unkept=back.unkept) if halted else ""
+    )
     return Upgrade(
         node_changes=tuple(p.changes),
         delete=tuple(p.delete),
@@ -232,8 +235,19 @@ def plan(
         ),
         halted=message,
         wake_in=min(p.wake, default=None),
-        restore=restore,
+        restore=back.restore,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Back:
+    """What the rollback of a halted rollout came to this pass: the DaemonSets to apply
+    with a kept template, the drivers whose kept template is gone, and whether a failed
+    node is still to go back (waiting for a node still walking, or for the next pass)."""
+
+    restore: Mapping[desired.ObjectRef, desired.DesiredObject] = field(default_factory=_no_restore)
+    unkept: frozenset[str] = frozenset()
+    waiting: bool = False
 
 
 def _roll_back(
@@ -246,30 +260,28 @@ def _roll_back(
     recs: Mapping[str, records.Record],
     phases: dict[str, str],
     old: Mapping[str, tuple[views.PodView, ...]],
-) -> tuple[Mapping[desired.ObjectRef, desired.DesiredObject], frozenset[str]]:
-    """A halted rollout's rollback (``upgrade_rollback``): the DaemonSets to apply with a
-    kept template, and the drivers whose kept template the cluster no longer has (their
-    failed nodes cannot go back). Updates ``phases`` with the nodes it moves."""
+) -> _Back:
+    """A halted rollout's rollback (``upgrade_rollback``); updates ``phases`` with the
+    nodes it moves."""
     walking = any(ph in records.IN_PROGRESS for ph in phases.values())
     going = [
         n
         for n, ph in phases.items()
         if ph in GOING_BACK or (ph == records.FAILED and recs[n].rollback_failed)
     ]
-    start = [
+    eligible = [
         n
         for n, ph in phases.items()
         if ph == records.FAILED
-        and n not in p.records  # failed in this pass: it goes back in the next
         and seen.upgrade_policy.auto_rollback
-        and not walking
         and recs[n].previous
         and not recs[n].rollback_failed
         and not rollback.runs_previous(n, recs[n], wanted, seen)
     ]
-    back = rollback.restore(wanted, seen, [recs[n].previous for n in (*going, *start)])
-    for name in start:
-        if all(ds in back.hashes for ds in recs[name].previous):
+    back = rollback.restore(wanted, seen, [recs[n].previous for n in (*going, *eligible)])
+    eligible = [n for n in eligible if all(ds in back.hashes for ds in recs[n].previous)]
+    for name in eligible:
+        if not walking and name not in p.records:  # one that failed in this pass goes in the next
             p.move(nodes[name], recs[name], records.ROLLING_BACK, reason=recs[name].reason)
             phases[name] = records.ROLLING_BACK
     for name in [n for n, ph in phases.items() if ph == records.ROLLING_BACK and n not in p.records]:
@@ -303,7 +315,11 @@ def _roll_back(
         ph in GOING_BACK or (ph == records.FAILED and p.records.get(n, recs[n]).rollback_failed)
         for n, ph in phases.items()
     )
-    return (back.objects if keep else _no_restore()), back.missing
+    return _Back(
+        restore=back.objects if keep else _no_restore(),
+        unkept=back.missing,
+        waiting=any(phases[n] == records.FAILED for n in eligible),
+    )
 
 
 def _advance(

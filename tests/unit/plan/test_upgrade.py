@@ -414,3 +414,33 @@ def test_a_node_started_for_a_template_that_went_back_to_its_own_is_not_drained_
     done = _changes(p)["n00"]
     assert done.labels[LABEL] == upgrade_records.DONE and done.unschedulable is False
     assert p.delete == ()
+
+
+def test_a_rollout_is_rolled_back_only_once_no_failed_node_is_left_to_go_back() -> None:
+    late = (T0 - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    back = node(
+        "n00", {LABEL: upgrade_records.ROLLED_BACK}, annotations=_record("rolled-back", cordoned=False)
+    )
+    failing = node(
+        "n01",
+        {LABEL: upgrade_records.VALIDATING},
+        unschedulable=True,
+        annotations=_record("validating", since=late, previous={"driver": "old"}),
+    )
+    pods = [
+        _hashed(ds_pod(DRIVER, "n00", generation=3), "old"),
+        _hashed(ds_pod(DRIVER, "n01", generation=2, ready=False), "new"),  # fails validation now
+        _hashed(ds_pod(DRIVER, "n02", generation=1), "old"),
+    ]
+    cached = live(DRIVER, generation=3, update_strategy="OnDelete")
+    observed_ = seen(
+        [back, failing, node("n02")],
+        objects=[cached],
+        pods=pods,
+        upgrade_policy=replace(ROLLBACK, max_failed_nodes=2),
+        revisions=_revisions(reverted=True),
+    )
+    p = planner.plan(wanted(states("state-driver"), [DRIVER], ["n00", "n01", "n02"]), observed_, now=T0)
+    assert _changes(p)["n01"].labels[LABEL] == upgrade_records.FAILED
+    assert p.status["upgrade"]["phase"] == "Halted"  # n01 still goes back: not RolledBack yet
+    assert "UpgradeRolledBack" not in [e.reason for e in p.events]
