@@ -25,6 +25,11 @@ from sro.hooks import base, keys, podspec
 from sro.model import desired
 
 ANNOTATION = "builds"
+FROM_ANNOTATION = "build-from"
+"""``sro.dev/build-from: "<image>[,<image>…]"``: the base images a build Job starts from
+inside its script (a ``FROM`` line), which are no container of the Job: their digests
+are among the build's inputs, so a new base image rebuilds once."""
+FROM_MAX = 8
 IMAGE_MAX = 512
 _IMAGE = re.compile(
     r"[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9][a-z0-9._-]*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
@@ -37,6 +42,28 @@ def check(value: str) -> str | None:
     if not _IMAGE.fullmatch(value):
         return "must name an image by repository and tag (registry/repository:tag, no digest)"
     return None
+
+
+_REFERENCE = re.compile(
+    r"[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9][a-z0-9._-]*)*"  # registry and repository
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?"  # tag, digest
+)
+
+
+def check_from(value: str) -> str | None:
+    images = [v.strip() for v in value.split(",")]
+    if len(images) > FROM_MAX:
+        return f"names more than {FROM_MAX} images"
+    bad = next((i for i in images if len(i) > IMAGE_MAX or not _REFERENCE.fullmatch(i)), None)
+    if bad is not None:
+        return f"must list image references separated by commas ({bad!r} is none)"
+    return None
+
+
+def bases(obj: desired.DesiredObject) -> tuple[str, ...]:
+    """The base images ``obj`` names in ``sro.dev/build-from``."""
+    value = keys.get(obj, FROM_ANNOTATION)
+    return tuple(dict.fromkeys(v.strip() for v in value.split(","))) if value else ()
 
 
 def produces(obj: desired.DesiredObject) -> str | None:
@@ -78,6 +105,9 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
                 problem = "sro.dev/builds belongs on a batch/v1 Job"
             elif obj.kernel_group is None:
                 problem = 'a build Job must be kernel-affine (sro.dev/kernel-affine: "true")'
+        elif keys.get(obj, FROM_ANNOTATION) is not None:
+            problem = "sro.dev/build-from belongs on a Job annotated sro.dev/builds"
+            where = ctx.locate(obj, FROM_ANNOTATION)
         elif obj.state in states and podspec.runs_pods(obj.kind):
             problem = f"state {obj.state} builds images: its only workloads are Jobs annotated sro.dev/builds"
         if problem:
@@ -85,3 +115,8 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             continue
         out.append(obj)
     return out
+
+
+def keep(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[desired.DesiredObject]:
+    """``sro.dev/build-from`` changes no object (``apply`` checks where it is written)."""
+    return list(objects)

@@ -41,6 +41,9 @@ HOOKS: tuple[base.Hook, ...] = (
     base.Hook(name="keep-off", apply=keep_off.apply),
     base.Hook(name="proxy", annotation=proxy.ANNOTATION, apply=proxy.apply),
     base.Hook(name="builds", annotation=builds.ANNOTATION, apply=builds.apply, check=builds.check),
+    base.Hook(
+        name="build-from", annotation=builds.FROM_ANNOTATION, apply=builds.keep, check=builds.check_from
+    ),
     base.Hook(name="pin-digest", annotation=pin_digest.ANNOTATION, apply=pin_digest.apply),
     base.Hook(name="wait", annotation=wait.ANNOTATION, apply=wait.apply),
     base.Hook(

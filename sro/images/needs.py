@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from sro.hooks import base, podspec
+from sro.hooks import base, builds, podspec
 from sro.model import desired, views
 from sro.model import inventory as inventory_
 
@@ -34,16 +34,17 @@ class Need:
 
 
 def kernel_images(state: desired.DesiredState) -> list[Need]:
-    """The container and init container images of the kernel-affine documents of ``state``,
-    once per (kernel group, state, image), in document order."""
+    """The container and init container images of the kernel-affine documents of ``state``
+    (and the base images a build Job names in ``sro.dev/build-from``), once per (kernel
+    group, state, image), in document order."""
     found: dict[tuple[str, str, str], Need] = {}
     for obj in state.objects:
         group = obj.kernel_group
         if group is None or not podspec.runs_pods(obj.kind):
             continue
         spec = podspec.pod_spec(base.plain_copy(dict(obj.body))) or {}
-        for container in podspec.containers(spec):
-            image = str(container.get("image") or "")
+        named = [str(c.get("image") or "") for c in podspec.containers(spec)]
+        for image in [*named, *builds.bases(obj)]:  # a build's base images are its inputs too
             key = (group.key, obj.state, image)
             if image and key not in found:
                 found[key] = Need(

@@ -128,7 +128,7 @@ def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
     states = builds.build_states(wanted.objects)
     if not states:
         return Split(wanted=wanted, seen=seen)
-    specs = specs_of(wanted.objects)
+    specs = specs_of(wanted.objects, checks=seen.images)
     support, rest = [], []
     for obj in wanted.objects:
         if builds.is_build(obj):
@@ -151,16 +151,24 @@ def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
     )
 
 
-def specs_of(objects: Iterable[desired.DesiredObject], *, ahead: bool = False) -> tuple[Spec, ...]:
+def specs_of(
+    objects: Iterable[desired.DesiredObject],
+    *,
+    checks: Mapping[str, tuple[observed_.ImageCheck, ...]],
+    ahead: bool = False,
+) -> tuple[Spec, ...]:
     """The build specs of ``objects``' kernel-affine build Jobs (``ahead``: for a kernel
-    no node runs yet, ``spec.preflight``)."""
+    no node runs yet, ``spec.preflight``); ``checks``: the registry's answers, whose
+    digests of the Jobs' base images (``sro.dev/build-from``) are among the inputs."""
     out = []
     for obj in objects:
         image = builds.produces(obj)
         if image is None or obj.kernel_group is None:
             continue
         prefix = names.suffixed(obj.ref.name, "", identity=obj.ref.name, limit=PREFIX_MAX)
-        inputs = inputs_digest(obj.body)
+        found = {c.image: c.digest for c in checks.get(obj.kernel_group.key, ()) if c.state == obj.state}
+        bases = [[base, found.get(base, "")] for base in builds.bases(obj)]
+        inputs = inputs_digest({"job": obj.body, "bases": bases} if bases else obj.body)
         out.append(
             Spec(group=obj.kernel_group, image=image, obj=obj, inputs=inputs, prefix=prefix, ahead=ahead)
         )

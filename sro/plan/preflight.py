@@ -65,7 +65,7 @@ def ahead(expected: observed_.Preflight, wanted: desired.DesiredState) -> builds
     return builds.Split(
         wanted=wanted,
         seen=observed_.Observed(generation=0, nodes={}),
-        specs=builds.specs_of(chosen, ahead=True),
+        specs=builds.specs_of(chosen, checks=expected.images, ahead=True),
     )
 
 

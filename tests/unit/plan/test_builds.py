@@ -223,3 +223,45 @@ def test_a_missing_builder_image_is_build_failed_and_no_job_is_made() -> None:
     assert jobs(w) == []
     degraded = {c["type"]: c for c in p.status["conditions"]}["Degraded"]
     assert degraded["reason"] == conditions.BUILD_FAILED and "builder:1" in degraded["message"]
+
+
+def base_image(digest: str = "", outcome: str = "exists") -> observed.ImageCheck:
+    return observed.ImageCheck(image="toolkit:k2", state=BUILD_STATE, outcome=outcome, digest=digest)
+
+
+def with_base(job: desired.DesiredObject) -> desired.DesiredObject:
+    body: dict[str, Any] = dict(job.body)
+    annotations = {**body["metadata"]["annotations"], "sro.dev/build-from": "toolkit:k2"}
+    body["metadata"] = {**body["metadata"], "annotations": annotations}
+    return replace(job, body=body)
+
+
+def test_a_new_digest_of_a_base_image_rebuilds_once() -> None:
+    w = world(k2=missing(IMAGE_K2))
+    w.desired = replace(
+        w.desired, objects=tuple(with_base(o) if o.kind == "Job" else o for o in w.desired.objects)
+    )
+    w.images[K2.key] = (*missing(IMAGE_K2), base_image("sha256:" + "1" * 64))
+    w.step()
+    [first] = jobs(w)
+    finish_job(w, first, "Complete")
+    w.images[K2.key] = (*exists(IMAGE_K2), base_image("sha256:" + "1" * 64))
+    w.step()
+    assert jobs(w) == [first]
+    w.images[K2.key] = (*exists(IMAGE_K2), base_image("sha256:" + "2" * 64))
+    for _ in range(3):
+        w.step()
+    [second] = jobs(w)
+    assert second != first and second.endswith("-1")
+
+
+def test_a_missing_base_image_is_build_failed_naming_it() -> None:
+    w = world(k2=missing(IMAGE_K2))
+    w.desired = replace(
+        w.desired, objects=tuple(with_base(o) if o.kind == "Job" else o for o in w.desired.objects)
+    )
+    w.images[K2.key] = (*missing(IMAGE_K2), base_image(outcome="missing"))
+    p = w.step()
+    assert jobs(w) == []
+    degraded = {c["type"]: c for c in p.status["conditions"]}["Degraded"]
+    assert degraded["reason"] == conditions.BUILD_FAILED and "toolkit:k2" in degraded["message"]
