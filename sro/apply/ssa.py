@@ -236,10 +236,13 @@ class Writer:
         log.debug("deleted", object=str(ref), propagation=propagation)
         return True
 
-    async def node_pods(self, node: str) -> list[dict[str, Any]]:
-        """Every pod bound to ``node``, in any namespace (a fresh list: drains need every pod,
-        not only those the caches keep)."""
+    async def node_pods(self, node: str, *, label_selector: str = "") -> list[dict[str, Any]]:
+        """Every pod bound to ``node``, in any namespace, matching ``label_selector`` when
+        given (a fresh list: drains and waits for jobs need every pod, not only those the
+        caches keep)."""
         params = {"fieldSelector": f"spec.nodeName={node}"}
+        if label_selector:
+            params["labelSelector"] = label_selector
         answer = await self._api.request("GET", "/api/v1/pods", params=params, resource="pods")
         return [p for p in answer.get("items") or () if isinstance(p, dict)]
 

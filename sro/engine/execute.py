@@ -12,7 +12,8 @@ phase after another:
   deletion shows in the cache);
 * log reads (reads only);
 * drains of nodes a driver upgrade empties (``engine.drains``: evictions of other
-  workloads' pods, which nothing else in the pass touches).
+  workloads' pods, which nothing else in the pass touches), and the look at the jobs
+  still running on nodes the upgrade waits for (``engine.upgrade_jobs``: reads only).
 
 Each part keeps its own bound on requests in flight (``limit``). A part that must end
 the reconcile (``errors.NotLeader``) cancels the others and is raised as itself.
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 
 from sro import errors
 from sro.cache import projections
-from sro.engine import drains, node_writes, pod_logs, ports, writes
+from sro.engine import drains, node_writes, pod_logs, ports, upgrade_jobs, writes
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import lifecycle, outcomes, planner
@@ -35,11 +36,13 @@ from sro.plan import lifecycle, outcomes, planner
 @dataclass(frozen=True, kw_only=True)
 class Executed:
     """What carrying out a plan reported: every failure, whether a log tail matched, and
-    what each drained node still holds (``Observed.drains`` of the next pass)."""
+    what each drained node still holds (``Observed.drains`` of the next pass) and the jobs
+    still running on each node the upgrade waits for (``Observed.jobs``)."""
 
     failures: tuple[outcomes.Failure, ...]
     logs_matched: bool
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 async def execute(
@@ -88,6 +91,7 @@ async def execute(
             )
             reading = group.create_task(pod_logs.fetch(writer, planned.logs_needed, logs, limit=limit))
             draining = group.create_task(drains.drain(writer, planned.drains, limit=limit))
+            jobs = group.create_task(upgrade_jobs.check(writer, planned.job_checks, limit=limit))
     except ExceptionGroup as failed:
         raise failed.exceptions[0] from None
     (applied, node_failures), deleted, logs_matched = first.result(), deleting.result(), reading.result()
@@ -96,4 +100,6 @@ async def execute(
         *deleted.failures,
         *(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
     )
-    return Executed(failures=failures, logs_matched=logs_matched, drained=draining.result())
+    return Executed(
+        failures=failures, logs_matched=logs_matched, drained=draining.result(), jobs=jobs.result()
+    )

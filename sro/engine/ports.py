@@ -80,8 +80,9 @@ class Writer(Protocol):
         """Create an Event; one that exists already (AlreadyExists: same name) counts as posted."""
         ...
 
-    async def node_pods(self, node: str) -> list[dict[str, Any]]:
-        """Every pod bound to ``node`` (a fresh list from the API server)."""
+    async def node_pods(self, node: str, *, label_selector: str = "") -> list[dict[str, Any]]:
+        """Every pod bound to ``node`` (those matching ``label_selector``, when given): a
+        fresh list from the API server."""
         ...
 
     async def evict(self, namespace: str, name: str) -> bool:

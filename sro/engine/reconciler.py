@@ -54,6 +54,7 @@ class _Memory:
     rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
     held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # what drains left, by node
+    jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # jobs still running, by node
     rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
     expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
 
@@ -221,6 +222,7 @@ class Engine:
             logs=dict(memory.logs),
             retries=memory.retries,
             drains=memory.drained,
+            jobs=memory.jobs,
             lagging=self._reader.lagging(inputs.watched_kinds(wanted.objects, owned)),
             images={} if checked is None else checked.images,
             rechecked=memory.rechecked,
@@ -250,6 +252,7 @@ class Engine:
             limit=self._settings.write_concurrency,
         )
         memory.drained = executed.drained
+        memory.jobs = executed.jobs
         kept = {o.ref for o in wanted.objects}
         memory.sent = {ref: h for ref, h in memory.sent.items() if ref in kept}
         failures.extend(executed.failures)

@@ -43,6 +43,7 @@ FLAP_OUTCOMES = ("seen", "absorbed", "released")  # sro.plan.node_loss.Decision
 UPGRADE_PHASES = (
     "pending",
     "cordoned",
+    "waiting-for-jobs",
     "draining",
     "replacing",
     "validating",

@@ -234,6 +234,7 @@ def observe(
     lagging: frozenset[tuple[str, str]] = frozenset(),
     images: Mapping[str, tuple[observed_.ImageCheck, ...]] = MappingProxyType({}),
     drains: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
+    jobs: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
     rechecked: frozenset[str] = frozenset(),
     preflight: observed_.Preflight = observed_.NO_PREFLIGHT,
 ) -> observed_.Observed:
@@ -266,6 +267,7 @@ def observe(
         images=images,
         upgrade_policy=sr.spec.upgrade_policy,
         drains=drains,
+        jobs=jobs,
         rechecked=rechecked,
         preflight=preflight,
     )

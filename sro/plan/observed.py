@@ -242,6 +242,10 @@ class Observed:
     drains: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NO_DRAINS)
     """Node -> the pods the engine's last drain of it left (``"<ns>/<pod>: why"``), for
     nodes the previous plan drained: engine memory, like ``logs``."""
+    jobs: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NO_DRAINS)
+    """Node -> the pods ``waitForCompletion`` still waits for there (``"<ns>/<pod>"``), for
+    nodes the previous plan asked about (``sro.plan.upgrade_jobs``): engine memory, like
+    ``drains``."""
     images: Mapping[str, tuple[ImageCheck, ...]] = field(default_factory=lambda: _NO_IMAGES)
     """Kernel group key -> what the registry said of each of its operand images
     (``sro.plan.images`` decides what follows); empty when nothing was checked."""

@@ -29,6 +29,8 @@ here does I/O or reads a clock.
   ``logs_needed`` pods whose log tails the engine must fetch into ``Observed.logs``;
   ``drains``   nodes whose upgrade is draining them (``upgrade.DrainRequest``): the engine
                evicts their pods and hands what is left back in ``Observed.drains``;
+  ``job_checks`` nodes whose upgrade waits for their jobs (``upgrade_jobs.JobCheck``): the
+               engine lists those still running into ``Observed.jobs``;
   ``requeue_after`` seconds until something time-based is due (a retry, a log poll, a
                recipe recheck), or ``None``: watches wake the engine for everything else;
   ``status``   the whole status body; ``events`` transition Events;
@@ -60,7 +62,16 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, progress, times, views
-from sro.plan import builds, images, lifecycle, node_patches, preflight, upgrade_records, upgrade_status
+from sro.plan import (
+    builds,
+    images,
+    lifecycle,
+    node_patches,
+    preflight,
+    upgrade_jobs,
+    upgrade_records,
+    upgrade_status,
+)
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
 from sro.plan import upgrade as upgrade_
@@ -106,6 +117,7 @@ class Plan:
     events: tuple[events.Event, ...] = ()
     logs_needed: tuple[progress.LogRequest, ...] = ()
     drains: tuple[upgrade_records.DrainRequest, ...] = ()
+    job_checks: tuple[upgrade_jobs.JobCheck, ...] = ()
     recheck: tuple[tuple[str, str], ...] = ()
     requeue_after: float | None = None
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
@@ -276,6 +288,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         ),
         logs_needed=(*walked.logs_needed, *made.logs_needed),
         drains=rollout.drains,
+        job_checks=rollout.job_checks,
         recheck=made.recheck,
         requeue_after=_seconds(delays),
         retries=retry.records,

@@ -4,7 +4,7 @@ The DaemonSets sro upgrades (``OnDelete``: see ``sro.hooks.upgrade``) never repl
 by themselves. When one's pod template changes, every node running a pod of an older
 template (*outdated*, ``upgrade_records.outdated``) walks, one phase per pass::
 
-    pending → cordoned → draining → replacing → validating → done
+    pending → cordoned → waiting-for-jobs → draining → replacing → validating → done
                   (any phase past its time bound, or a failed validation) → failed
     failed → rolling-back → rolled-back            (autoRollback: ``upgrade_rollback``)
 
@@ -12,6 +12,8 @@ template (*outdated*, ``upgrade_records.outdated``) walks, one phase per pass::
   ``resourceVersion`` and the record saying sro cordoned it (and which driver revision
   the node ran: what a rollback goes back to); an administrator's cordon made meanwhile
   ends in a 409, and the next pass sees the node as someone else's;
+* **waiting-for-jobs** (only with ``waitForCompletion``): the node waits while pods of
+  its selector run there, up to its timeout (``upgrade_jobs``);
 * **draining**: the engine evicts the node's pods through the Eviction API (so
   PodDisruptionBudgets hold) and reports which are left (``Observed.drains``); past
   ``drain.timeoutSeconds`` the node fails and stays cordoned;
@@ -48,7 +50,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from sro.model import crd_limits, desired, progress, times, upgrade_policy, views
-from sro.plan import lifecycle, node_patches, upgrade_status
+from sro.plan import lifecycle, node_patches, upgrade_jobs, upgrade_status
 from sro.plan import observed as observed_
 from sro.plan import upgrade_records as records
 from sro.plan import upgrade_rollback as rollback
@@ -80,6 +82,7 @@ class Upgrade:
     node_changes: tuple[node_patches.NodeChange, ...] = ()
     delete: tuple[lifecycle.Deletion, ...] = ()
     drains: tuple[records.DrainRequest, ...] = ()
+    job_checks: tuple[upgrade_jobs.JobCheck, ...] = ()
     status: UpgradeStatus | None = None
     halted: str = ""  # why the rollout halted (UpgradeFailed), "" while it may go on
     wake_in: timedelta | None = None
@@ -98,6 +101,7 @@ class _Pass:
         self.sr_name, self.target, self.now = sr_name, target, now
         self.changes: list[node_patches.NodeChange] = []
         self.drains: list[records.DrainRequest] = []
+        self.checks: list[upgrade_jobs.JobCheck] = []
         self.delete: list[lifecycle.Deletion] = []
         self.wake: list[timedelta] = []
         self.records: dict[str, records.Record] = {}  # what this pass wrote, by node
@@ -230,6 +234,7 @@ def plan(
         node_changes=tuple(p.changes),
         delete=tuple(p.delete),
         drains=tuple(p.drains),
+        job_checks=tuple(p.checks),
         status=upgrade_status.status(
             phases, target=target, skipped=skipped, failing=failing, halted=halted, rolled_back=settled
         ),
@@ -336,10 +341,21 @@ def _advance(
 ) -> str:
     """One step of a node in progress; returns its phase after this pass."""
     elapsed = _elapsed(rec, p.now)
-    if phase in (records.CORDONED, records.DRAINING) and not old:
+    emptied = records.DRAINING if policy.drain.enable else records.REPLACING
+    if phase in (records.CORDONED, records.WAITING, records.DRAINING) and not old:
         return p.move(node, rec, records.VALIDATING).phase  # the template went back to what it runs: no drain
+    if phase == records.CORDONED and (question := upgrade_jobs.check(node.name, policy)) is not None:
+        p.checks.append(question)  # asked now: the next pass has the answer
+        return p.move(node, rec, records.WAITING).phase
     if phase == records.CORDONED:
-        return p.move(node, rec, records.DRAINING if policy.drain.enable else records.REPLACING).phase
+        return p.move(node, rec, emptied).phase
+    if phase == records.WAITING:
+        jobs = upgrade_jobs.step(node.name, policy=policy, running=seen.jobs.get(node.name), elapsed=elapsed)
+        if jobs.check is None:
+            return p.move(node, rec, emptied, reason=jobs.reason).phase
+        p.checks.append(jobs.check)
+        p.wake.append(jobs.wake_in)
+        return phase
     if phase == records.DRAINING:
         timeout = timedelta(seconds=policy.drain.timeout_seconds)
         if drained is not None and not drained:

@@ -32,17 +32,29 @@ from sro.plan import lifecycle
 from sro.plan import observed as observed_
 
 LABEL = lifecycle.UPGRADE
-PENDING, CORDONED, DRAINING, REPLACING, VALIDATING = (
+PENDING, CORDONED, WAITING, DRAINING, REPLACING, VALIDATING = (
     "pending",
     "cordoned",
+    "waiting-for-jobs",
     "draining",
     "replacing",
     "validating",
 )
 DONE, FAILED = "done", "failed"
 ROLLING_BACK, ROLLED_BACK = "rolling-back", "rolled-back"
-PHASES = (PENDING, CORDONED, DRAINING, REPLACING, VALIDATING, DONE, FAILED, ROLLING_BACK, ROLLED_BACK)
-IN_PROGRESS = frozenset({CORDONED, DRAINING, REPLACING, VALIDATING})
+PHASES = (
+    PENDING,
+    CORDONED,
+    WAITING,
+    DRAINING,
+    REPLACING,
+    VALIDATING,
+    DONE,
+    FAILED,
+    ROLLING_BACK,
+    ROLLED_BACK,
+)
+IN_PROGRESS = frozenset({CORDONED, WAITING, DRAINING, REPLACING, VALIDATING})
 """Phases of a node on its way to the revision being rolled out."""
 NEW_POD = frozenset({REPLACING, VALIDATING, ROLLING_BACK})
 """Phases in which only a pod of the current template counts for the node's states."""
