@@ -94,7 +94,8 @@ def _render(args: argparse.Namespace) -> int:
         result = _render_desired(args, sr, recipe)
     except errors.RecipeError as exc:  # at the line of the file given, when it was a ConfigMap
         raise loaded.relocate(offline_inputs.relocate_values(exc, {sr.name: inputs.srs[0]})) from None
-    result = builds.without_builds(result)  # a build Job runs only for an image the registry lacks
+    if not args.builds:  # a build Job runs only for an image the registry lacks
+        result = builds.without_builds(result)
     refused = printing.refused_filter(result, states=args.state or (), node=args.node)
     if refused:
         print(f"sro render: {refused}", file=sys.stderr)

@@ -101,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--node", metavar="NAME", help="only what this node gets: its own, its kernel group's, shared ones"
     )
+    render.add_argument(
+        "--builds", action="store_true",
+        help="also the build Jobs (sro.dev/builds), which sro runs only for a kernel whose image is missing",
+    )  # fmt: skip
 
     status = commands.add_parser(
         "status", help="each node of a SpecialResource, state by state, from the cluster (kubectl sro status)"

@@ -70,3 +70,25 @@ def test_the_rendered_output_parses_as_the_objects_it_announces(
     assert kinds.count("DaemonSet") == 3 + 1 + 1 + 1 + 1
     assert kinds.count("Pod") == 3 * 4  # three per-node validations on the four GPU nodes
     assert all(d["metadata"]["labels"]["sro.dev/owner"] == "nvidia-gpu" for d in docs)
+
+
+@pytest.mark.parametrize("recipe", ["nvidia-gpu", "simple-kmod"])
+def test_build_jobs_are_printed_only_when_asked_one_per_kernel_group(
+    recipe: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert "kind: Job" not in render(recipe, capsys)
+    argv = ["render", "--recipe", f"assets/{recipe}", "--sr", f"tests/golden/{recipe}.sr.yaml", "--nodes",
+            "tests/golden/inventory.yaml", "--builds", "--state", "state-driver-build"]  # fmt: skip
+    assert cli.main(argv) == 0
+    jobs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    groups = {"nvidia-gpu": 3, "simple-kmod": 3}[recipe]  # the kernel groups of the selected nodes
+    assert [d["kind"] for d in jobs] == ["Job"] * groups
+    for job in jobs:
+        produced = job["metadata"]["annotations"]["sro.dev/builds"]
+        kernel = job["spec"]["template"]["spec"]["nodeSelector"][
+            "feature.node.kubernetes.io/kernel-version.full"
+        ]
+        assert produced.endswith(kernel) or recipe == "nvidia-gpu", (produced, kernel)
+        env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env["IMAGE"] == produced and env["KERNEL_VERSION"] == kernel
