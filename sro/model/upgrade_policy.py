@@ -48,7 +48,8 @@ class Drain:
 @dataclass(frozen=True, kw_only=True)
 class WaitForCompletion:
     """``spec.upgradePolicy.waitForCompletion``: pods (by labels) that must finish on a
-    node before it is drained; ``timeout_seconds`` 0 waits as long as they run."""
+    node before it is drained (an empty selector: none); ``timeout_seconds`` 0 waits as
+    long as they run (``sro.plan.upgrade_jobs``)."""
 
     pod_selector: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     timeout_seconds: int = 0
