@@ -3,8 +3,9 @@
 Covers acceptance test 5: after ``sro run`` restarts and reconciles every SpecialResource
 from its caches, its own API request metrics show no write at all (no apply, status,
 node patch or Event), and the SpecialResource's status is byte-for-byte what it was; and,
-by the API server's audit log, that a restart followed by an edit of fields no pod
-template is rendered from (the upgrade policy, a label) deletes no pod, whoever asks.
+by the API server's audit log, that a restart under another operator image (an upgrade of
+sro itself) followed by an edit of fields no pod template is rendered from (the upgrade
+policy, a label) deletes no pod, whoever asks, and writes no DaemonSet.
 Also what the restarted operator exports about it: every state complete on its three
 nodes in ``sro_specialresource_state_nodes``, and a resource on every request counted.
 """
@@ -75,9 +76,16 @@ async def test_a_restart_and_an_edit_of_fields_outside_the_pod_templates_delete_
     await srs.wait_ready(made.cluster, name, within=180)
     since = datetime.now(UTC)
 
-    operator.restart()
-    await waiting.wait_for(operator.idle, timeout=60, interval=0.5,
-                           message="the restarted operator reconciled everything")
+    # As an upgrade of sro itself does: the same operator under another image. The built-in
+    # recipes render no pod template from it, so nothing may be replaced.
+    defaults = operator.extra_args
+    operator.extra_args = (*defaults, "--image", "registry.example/sro/sro:9.9.9")
+    try:
+        operator.restart()
+        await waiting.wait_for(operator.idle, timeout=60, interval=0.5,
+                               message="the restarted operator reconciled everything")
+    finally:
+        operator.extra_args = defaults
     # Fields no pod template is rendered from: the upgrade policy, and a label.
     made.cluster.kubectl("patch", "sr", name, "--type=merge", "-p", json.dumps(
         {"metadata": {"labels": {"team": "gpu"}}, "spec": {"upgradePolicy": {"maxParallel": 3}}}))
@@ -92,4 +100,6 @@ async def test_a_restart_and_an_edit_of_fields_outside_the_pod_templates_delete_
     writes = audit.since(audit.read(made.cluster.audit_log), since)
     deleted = [w for w in writes if w.verb == "delete" and w.resource == "pods" and w.namespace == name]
     assert deleted == [], deleted  # by anyone: sro, the DaemonSet controller, the garbage collector
-    assert not [w for w in audit.by_agent(writes, audit.SRO_AGENT_PREFIX) if w.verb == "delete"]
+    by_sro = audit.by_agent(writes, audit.SRO_AGENT_PREFIX)
+    assert not [w for w in by_sro if w.verb == "delete"]
+    assert not [w for w in by_sro if w.resource == "daemonsets"], "no pod template was written again"
