@@ -139,6 +139,16 @@ def test_timeout_zero_waits_as_long_as_the_jobs_run() -> None:
     assert [c.node for c in p.job_checks] == ["n00"]
 
 
+def test_a_waiting_node_goes_on_once_the_policy_no_longer_waits() -> None:
+    p = _plan(
+        2,
+        policy=upgrade_policy.UpgradePolicy(max_unavailable="100%"),
+        nodes={"n00": _at(upgrade_records.WAITING)},
+    )
+    assert _moves(p)["n00"].labels[LABEL] == upgrade_records.DRAINING
+    assert p.job_checks == ()
+
+
 def test_a_waiting_node_uses_up_max_parallel() -> None:
     p = _plan(
         3,
