@@ -32,6 +32,7 @@ from prometheus_client import (
 
 import sro
 from sro.observe import standard
+from sro.plan import upgrade_records
 
 RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
 WATCH_RESTART_REASONS = ("closed", "error", "inactive", "expired")
@@ -40,19 +41,7 @@ PHASES = ("Pending", "Progressing", "Complete", "Failed")
 """The phases of a state on a node (``sro.model.progress.Phase``), each published per state."""
 REGISTRY_OUTCOMES = ("exists", "missing", "unauthorized", "unreachable", "invalid")  # sro.images.answers
 FLAP_OUTCOMES = ("seen", "absorbed", "released")  # sro.plan.node_loss.Decision
-UPGRADE_PHASES = (
-    "pending",
-    "cordoned",
-    "waiting-for-jobs",
-    "draining",
-    "replacing",
-    "validating",
-    "done",
-    "failed",
-    "rolling-back",
-    "rolled-back",
-    "skipped",
-)
+UPGRADE_PHASES = (*upgrade_records.PHASES, "skipped")
 """Phases of a node in a driver upgrade (``sro.plan.upgrade``), each published per SpecialResource."""
 REGISTRY_CACHE = ("hit", "miss", "joined")  # answered from the cache, asked, or joined a request in flight
 
