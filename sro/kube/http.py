@@ -14,7 +14,6 @@ reflector honours a watch's Retry-After through ``retry_delay``.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import time
@@ -33,7 +32,7 @@ from sro import errors
 from sro import settings as settings_
 from sro.kube import config as kconfig
 from sro.kube import errors as kerrors
-from sro.kube import limiter
+from sro.kube import limiter, watchlines
 from sro.watch import decode
 
 log = structlog.get_logger(__name__)
@@ -362,46 +361,7 @@ class Api:
             skipped = functools.partial(
                 self.metrics.watch_line_skipped, resource=resource or resource_of(path)
             )
-            yield _lines(resp, path, skipped=skipped)
+            yield watchlines.lines(resp, path, skipped=skipped)
         finally:
             resp.release()
             resp.close()
-
-
-MAX_LINE_BYTES = 16 * 1024 * 1024
-"""Longest watch line kept: far above any object the API server stores (etcd refuses
-requests over 1.5 MiB by default). A longer one is skipped whole and counted, never an
-error that would restart (and meet it again) forever."""
-
-
-async def _lines(
-    resp: aiohttp.ClientResponse, path: str, *, skipped: Callable[[], None]
-) -> AsyncIterator[bytes]:
-    """The stream's lines, split here rather than by aiohttp, whose line limit raises an
-    exception that is not a ``ClientError`` on one long object; ``skipped`` counts a line
-    past ``MAX_LINE_BYTES``."""
-    pending = bytearray()
-    skipping = False
-    try:
-        async for chunk in resp.content.iter_any():
-            start = 0
-            while (end := chunk.find(b"\n", start)) != -1:
-                if not skipping:
-                    pending += chunk[start:end]
-                    yield bytes(pending)
-                pending.clear()
-                skipping = False
-                start = end + 1
-            if not skipping:
-                pending += chunk[start:]
-                if len(pending) > MAX_LINE_BYTES:
-                    log.error("watch line too long: skipped", path=path, limit=MAX_LINE_BYTES)
-                    skipped()
-                    pending.clear()
-                    skipping = True
-        if pending and not skipping:
-            yield bytes(pending)
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
-    except asyncio.IncompleteReadError as exc:
-        raise errors.TransportError(f"watch {path}: stream cut") from exc

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from sro.kube import http
+from sro.kube import watchlines
 
 pytestmark = pytest.mark.unit
 
@@ -32,7 +32,7 @@ async def _split(chunks: Sequence[bytes]) -> tuple[list[bytes], int]:
         skipped += 1
 
     lines = [
-        line async for line in http._lines(cast(Any, _Body(chunks)), "/api/v1/configmaps", skipped=count)
+        line async for line in watchlines.lines(cast(Any, _Body(chunks)), "/api/v1/configmaps", skipped=count)
     ]
     return lines, skipped
 
@@ -45,7 +45,7 @@ async def test_lines_split_across_chunks_come_out_whole() -> None:
 
 async def test_a_line_past_the_bound_is_skipped_whole_and_counted_and_the_next_one_kept() -> None:
     piece = b"x" * (1024 * 1024)
-    too_long = [piece] * (http.MAX_LINE_BYTES // len(piece) + 2)
+    too_long = [piece] * (watchlines.MAX_LINE_BYTES // len(piece) + 2)
     lines, skipped = await _split([b'{"before":1}\n', *too_long, b'tail\n{"after":2}\n'])
     assert lines == [b'{"before":1}', b'{"after":2}']
     assert skipped == 1

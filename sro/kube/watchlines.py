@@ -1,0 +1,58 @@
+"""A watch stream's lines, split by sro rather than by aiohttp.
+
+aiohttp's own line reader raises an exception that is not a ``ClientError`` when one
+object's line passes its limit, which ended the process on a single large object. Here
+a line is cut only past ``MAX_LINE_BYTES``, and then skipped whole and counted, so one
+object can never stop a stream (nor restart it to meet the same object forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import aiohttp
+import structlog
+
+from sro import errors
+
+log = structlog.get_logger(__name__)
+
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest watch line kept: far above any object the API server stores (etcd refuses
+requests over 1.5 MiB by default). A longer one is skipped whole and counted, never an
+error that would restart (and meet it again) forever."""
+
+
+async def lines(
+    resp: aiohttp.ClientResponse, path: str, *, skipped: Callable[[], None]
+) -> AsyncIterator[bytes]:
+    """The stream's lines, split here rather than by aiohttp, whose line limit raises an
+    exception that is not a ``ClientError`` on one long object; ``skipped`` counts a line
+    past ``MAX_LINE_BYTES``."""
+    pending = bytearray()
+    skipping = False
+    try:
+        async for chunk in resp.content.iter_any():
+            start = 0
+            while (end := chunk.find(b"\n", start)) != -1:
+                if not skipping:
+                    pending += chunk[start:end]
+                    yield bytes(pending)
+                pending.clear()
+                skipping = False
+                start = end + 1
+            if not skipping:
+                pending += chunk[start:]
+                if len(pending) > MAX_LINE_BYTES:
+                    log.error("watch line too long: skipped", path=path, limit=MAX_LINE_BYTES)
+                    skipped()
+                    pending.clear()
+                    skipping = True
+        if pending and not skipping:
+            yield bytes(pending)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+    except asyncio.IncompleteReadError as exc:
+        raise errors.TransportError(f"watch {path}: stream cut") from exc
