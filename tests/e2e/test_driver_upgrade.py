@@ -161,18 +161,23 @@ async def _upgrade(
     )
     await watcher.start()
     try:
-        await waiting.wait_for(
-            lambda: (
-                (
-                    len(watcher.unschedulable) == count
-                    and len(watcher.driver_ready) == count
-                    and sum(watcher.workload_ready.values()) == workload
-                )
-                or None
-            ),
-            timeout=60 + count / 10,
-            message="the watcher to see every node and driver pod",
-        )
+        seen: dict[str, int] = {}
+
+        def pictured() -> bool | None:
+            seen.update(
+                nodes=len(watcher.unschedulable),
+                drivers=len(watcher.driver_ready),
+                workload=sum(watcher.workload_ready.values()),
+            )
+            every = seen["nodes"] == count and seen["drivers"] == count
+            return (every and seen["workload"] == workload) or None
+
+        try:
+            await waiting.wait_for(
+                pictured, timeout=60 + count / 4, message="the watcher to see every node and driver pod"
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the watcher saw {seen} of {count} nodes") from None
         watcher.arm()
         started, since = time.monotonic(), datetime.now(UTC)
         asked = _requests(None if kill_in else operator)  # a killed operator starts its counts again
