@@ -103,6 +103,10 @@ class Watcher:
 
     def _fold(self, event: Mapping[str, Any]) -> None:
         obj = event.get("object") or {}
+        if str(obj.get("kind", "")).endswith("List"):  # kubectl prints a chunked first list as Lists
+            for item in obj.get("items") or ():
+                self._fold({"type": event.get("type"), "object": item})
+            return
         kind, kind_of_event = obj.get("kind"), event.get("type")
         meta = obj.get("metadata") or {}
         self.events += 1
