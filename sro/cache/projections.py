@@ -8,8 +8,9 @@ and drift detection compares the live object with the desired one field by field
 keeping the body is simpler and cheap at that scale.
 
 Anyone may set the ``sro.dev/owner`` label the owned watches filter on, so an owned watch
-keeps the body only of objects whose controller is a SpecialResource (what sro makes),
-and of ControllerRevisions (the DaemonSet controller makes them from sro's templates).
+keeps the body only of objects whose controller is of the primary kind (for sro, a
+SpecialResource: what sro makes), and of ControllerRevisions (the DaemonSet controller
+makes them from sro's templates).
 Any other labelled object is cached as its identity, owner references, finalizers and
 the owner label alone: a tenant's flood of labelled objects costs a few hundred bytes
 each, whatever their size, and sro never reads more of them than that.
@@ -17,6 +18,7 @@ each, whatever their size, and sro never reads more of them than that.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -88,15 +90,16 @@ def pod(body: Mapping[str, Any]) -> views.PodView:
     return views.PodView.from_body(body)
 
 
-def for_kind(api_version: str, kind: str, *, owned: bool = False) -> Projection[Any]:
-    """The projection the cache uses for a kind; ``owned``: for a watch filtered on the
-    owner label, which keeps whole only what a SpecialResource controls."""
+def for_kind(api_version: str, kind: str, *, controlled_by: tuple[str, str] | None = None) -> Projection[Any]:
+    """The projection the cache uses for a kind; ``controlled_by`` (the primary kind's
+    apiVersion and kind), for a watch filtered on the owner label: it keeps whole only
+    what an object of that kind controls."""
     if api_version == "v1" and kind == "Node":
         return node
     if api_version == "v1" and kind == "Pod":
         return pod
-    if owned and kind != "ControllerRevision":
-        return _owned_view
+    if controlled_by is not None and kind != "ControllerRevision":
+        return functools.partial(_owned_view, controller=controlled_by)
     return ObjectView.from_body
 
 
@@ -104,28 +107,26 @@ _KEPT_OF_FOREIGN = ("name", "namespace", "uid", "resourceVersion", "deletionTime
 _FINALIZERS_KEPT = 16  # whether an object has finalizers is what teardown asks of it
 
 
-def _controlled_by_a_specialresource(meta: Mapping[str, Any]) -> bool:
+def _controlled_by(meta: Mapping[str, Any], controller: tuple[str, str]) -> bool:
     refs = meta.get("ownerReferences")
     return isinstance(refs, list) and any(
         isinstance(r, Mapping)
         and r.get("controller") is True
-        and r.get("kind") == specialresource.KIND
-        and str(r.get("apiVersion", "")).startswith(f"{specialresource.GROUP}/")
+        and (r.get("apiVersion"), r.get("kind")) == controller
         for r in refs
     )
 
 
-def _owned_view(body: Mapping[str, Any]) -> ObjectView:
+def _owned_view(body: Mapping[str, Any], *, controller: tuple[str, str]) -> ObjectView:
     meta: Mapping[str, Any] = body.get("metadata") or {}
-    if _controlled_by_a_specialresource(meta):
+    if _controlled_by(meta, controller):
         return ObjectView.from_body(body)
     labels = meta.get("labels") or {}
     kept: dict[str, Any] = {k: meta[k] for k in _KEPT_OF_FOREIGN if k in meta}
     refs = meta.get("ownerReferences")
     if isinstance(refs, list):  # the API server allows one controller reference at most
-        kept["ownerReferences"] = [r for r in refs if isinstance(r, Mapping) and r.get("controller") is True][
-            :1
-        ]
+        controllers = [r for r in refs if isinstance(r, Mapping) and r.get("controller") is True]
+        kept["ownerReferences"] = controllers[:1]
     finalizers = meta.get("finalizers")
     if isinstance(finalizers, list) and finalizers:
         kept["finalizers"] = finalizers[:_FINALIZERS_KEPT]

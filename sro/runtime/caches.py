@@ -200,7 +200,9 @@ class Caches:
         api, discovery = self._running()
         assert self._group is not None
         resource = await discovery.resource(spec.api_version, spec.kind)
-        project = projections.for_kind(spec.api_version, spec.kind, owned=spec.role is Role.OWNED)
+        primary = next((s for s in self.specs.values() if s.role is Role.PRIMARY), None)
+        owner = (primary.api_version, primary.kind) if spec.role is Role.OWNED and primary else None
+        project = projections.for_kind(spec.api_version, spec.kind, controlled_by=owner)
         store: store_.Store[Any] = store_.Store(
             resource=resource.plural, project=project, indexers=indexes.for_kind(spec.api_version, spec.kind)
         )

@@ -37,11 +37,19 @@ def run_settings(cluster: Any, **lease: Any) -> settings.Settings:
     )
 
 
-def secret_for(ns: str, name: str, value: str) -> dict[str, Any]:
+def secret_for(ns: str, name: str, value: str, *, owner_uid: str) -> dict[str, Any]:
+    """The Secret a ConfigMap ``name`` owns: the owner label (the watch's filter) and the
+    controller reference to it (what makes it the primary's, and cached whole)."""
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": owner_uid, "controller": True}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": f"out-{name}", "namespace": ns, "labels": {"sro.dev/owner": name}},
+        "metadata": {
+            "name": f"out-{name}",
+            "namespace": ns,
+            "labels": {"sro.dev/owner": name},
+            "ownerReferences": [owner],
+        },
         "stringData": {"v": value},
     }
 
@@ -58,7 +66,7 @@ async def test_drift_is_restored_and_an_unchanged_state_sends_no_write(cluster: 
         primary = m.store("v1", "ConfigMap", namespace=ns).find(name, namespace=ns)
         if primary is None or name == "kube-root-ca.crt":
             return result.DONE
-        desired = secret_for(ns, name, str(primary.body.get("data", {}).get("v", "")))
+        desired = secret_for(ns, name, str(primary.body.get("data", {}).get("v", "")), owner_uid=primary.uid)
         live = m.store("v1", "Secret", namespace=ns).find(f"out-{name}", namespace=ns)
         # Secrets come back with data, not stringData: compare what the server keeps.
         desired_live = {

@@ -4,7 +4,7 @@ The strategies build what a careless or malicious recipe author could hand sro: 
 ``recipe.yaml``, templates mixing random Jinja constructs, YAML with anchors, aliases,
 merge keys, deep nesting, huge scalars, tags, non-UTF-8 and NUL bytes, and
 ``spec.set`` values full of quotes, newlines, brackets and YAML punctuation. ``run_sro``
-runs the real command as a child process and measures it with ``os.wait4``.
+runs the real command as a child process, timed and measured by its own peak RSS.
 """
 
 from __future__ import annotations
@@ -41,17 +41,40 @@ class Ran:
     peak_rss_mib: float
 
 
+_PEAK_REPORTER = """\
+import atexit, os, runpy, sys
+
+def _peak():
+    with open("/proc/self/status") as status, open(os.environ["SRO_TEST_PEAK_FILE"], "w") as out:
+        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+
+atexit.register(_peak)
+runpy.run_module("sro", run_name="__main__", alter_sys=True)
+"""
+"""``python -m sro`` that writes its own peak RSS (VmHWM, kB) to a file as it exits.
+
+``ru_maxrss`` from ``wait4`` cannot be used: a child spawned from this (large) test
+process starts on the parent's address space, and at ``exec`` Linux keeps that address
+space's high-water mark as the child's, so every child reported at least the RSS of
+the pytest process. VmHWM counts the child's own address space only."""
+
+
 def run_sro(*args: str) -> Ran:
     """``python -m sro ARGS`` (paths absolute); its exit, output, wall time and peak RSS."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile(mode="r") as peak,
+    ):
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, out.fileno(), 1),
             (os.POSIX_SPAWN_DUP2, err.fileno(), 2),
         ]
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "SRO_TEST_PEAK_FILE": peak.name}
         started = time.monotonic()
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "sro", *args], env, file_actions=actions)
+        argv = [sys.executable, "-c", _PEAK_REPORTER, *args]
+        pid = os.posix_spawn(sys.executable, argv, env, file_actions=actions)
         killer = threading.Timer(KILL_AFTER, _kill, args=(pid,))
         killer.start()
         try:
@@ -61,13 +84,14 @@ def run_sro(*args: str) -> Ran:
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
+        reported = peak.read().strip()  # nothing when a signal ended it: the larger figure then
         return Ran(
             exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
             seconds=seconds,
-            peak_rss_mib=usage.ru_maxrss / 1024,
+            peak_rss_mib=(int(reported) if reported.isdigit() else usage.ru_maxrss) / 1024,
         )
 
 

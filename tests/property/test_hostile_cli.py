@@ -3,7 +3,7 @@
 Whatever a recipe directory or a SpecialResource holds, each command ends by itself,
 exits 0 (fine) or 1 (something invalid), never prints a traceback, says every problem
 as one ``file:line: message`` line (or one ``sro <command>: ...`` line), and stays within
-a bounded wall time and peak memory (measured by ``os.wait4`` on the child).
+a bounded wall time and peak memory (the child's own VmHWM, see ``hostile_recipes.run_sro``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from sro.plan import inputs
 pytestmark = pytest.mark.unit
 
 SR_UID = "0f1e2d3c"
+SR_KIND = ("sro.dev/v1alpha1", "SpecialResource")
 
 
 def _configmap(*, refs: list[dict[str, Any]], data_bytes: int = 0) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def _sr_ref(*, uid: str = SR_UID) -> dict[str, Any]:
 
 
 def test_an_object_a_specialresource_controls_is_kept_whole() -> None:
-    project = projections.for_kind("v1", "ConfigMap", owned=True)
+    project = projections.for_kind("v1", "ConfigMap", controlled_by=SR_KIND)
     view = project(_configmap(refs=[_sr_ref()], data_bytes=10))
     assert view.body["data"] == {"payload": "z" * 10}
     assert view.body["metadata"]["annotations"] == {"big": "y" * 10}
@@ -52,7 +53,7 @@ def test_an_object_a_specialresource_controls_is_kept_whole() -> None:
 
 
 def test_a_foreign_labelled_object_costs_its_identity_whatever_its_size() -> None:
-    project = projections.for_kind("v1", "ConfigMap", owned=True)
+    project = projections.for_kind("v1", "ConfigMap", controlled_by=SR_KIND)
     other = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": "d-1", "controller": True}
     plain = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p-1"}
     view = project(_configmap(refs=[plain, other], data_bytes=512 * 1024))
@@ -75,7 +76,7 @@ def test_a_foreign_labelled_object_costs_its_identity_whatever_its_size() -> Non
 
 
 def test_a_forged_reference_that_is_not_a_controller_keeps_nothing_more() -> None:
-    project = projections.for_kind("v1", "ConfigMap", owned=True)
+    project = projections.for_kind("v1", "ConfigMap", controlled_by=SR_KIND)
     view = project(_configmap(refs=[{**_sr_ref(), "controller": False}], data_bytes=100))
     assert "data" not in view.body
     assert view.body["metadata"]["ownerReferences"] == []
@@ -85,6 +86,5 @@ def test_other_watches_keep_bodies_whole() -> None:
     foreign = _configmap(refs=[], data_bytes=10)
     assert projections.for_kind("v1", "ConfigMap")(foreign).body["data"] == {"payload": "z" * 10}
     revision = {**foreign, "apiVersion": "apps/v1", "kind": "ControllerRevision", "data": {"spec": {}}}
-    assert projections.for_kind("apps/v1", "ControllerRevision", owned=True)(revision).body["data"] == {
-        "spec": {}
-    }
+    revisions = projections.for_kind("apps/v1", "ControllerRevision", controlled_by=SR_KIND)
+    assert revisions(revision).body["data"] == {"spec": {}}
