@@ -209,8 +209,7 @@ class Engine:
         # plan
         owned = self._reader.owned(sr.name)
         mine, foreign = inputs.partition(owned, sr.uid)
-        for view in foreign:
-            await self._report.foreign(sr, view)
+        await self._report.foreign(sr, foreign)
         seen = inputs.observe(
             sr,
             wanted=wanted,

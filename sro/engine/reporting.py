@@ -27,6 +27,8 @@ log = structlog.get_logger(__name__)
 
 FOREIGN_NOTED_MAX = 10_000
 """Foreign objects remembered as reported; past it the memory is cleared (each is said again)."""
+FOREIGN_SAID_PER_PASS = 10
+"""New foreign objects said in one pass (each is an Event POST); the rest wait for later passes."""
 
 
 class Reporter:
@@ -104,23 +106,30 @@ class Reporter:
         except Exception as write_error:  # the original failure is what the caller raises
             log.warning("could not report the failure on the SpecialResource", sr=key, error=str(write_error))
 
-    async def foreign(self, sr: sr_model.SpecialResource, view: projections.ObjectView) -> None:
-        """An object labelled as this SpecialResource's that is not: said once per object, in
-        the log and as an Event named by the object's uid (posted again after a restart, it
-        is refused as existing); the memory of what was said is bounded, so a flood of such
-        objects is said again."""
-        key = (sr.name, str(view.ref), view.uid)
-        if key in self._foreign_noted:
-            return
-        if len(self._foreign_noted) >= FOREIGN_NOTED_MAX:
-            self._foreign_noted.clear()
-        self._foreign_noted.add(key)
-        log.warning(
-            "object labelled as this SpecialResource's but not made by it: ignored, never written",
-            sr=sr.name,
-            object=str(view.ref),
-        )
-        said = events.foreign_object(view.ref, sr_name=sr.name)
-        await self._status.emit(
-            sr_name=sr.name, sr_uid=sr.uid, events_=(said,), transition=f"foreign/{view.uid}"
-        )
+    async def foreign(self, sr: sr_model.SpecialResource, views: Sequence[projections.ObjectView]) -> None:
+        """Objects labelled as this SpecialResource's that are not: each said once, in the
+        log and as an Event named by the object's uid (posted again after a restart, it is
+        refused as existing). At most ``FOREIGN_SAID_PER_PASS`` new ones a pass, so a
+        tenant's flood of them costs a pass a few Events, not one POST each; the rest are
+        said in later passes. The memory of what was said is bounded, so a flood larger
+        than it is said again."""
+        said = 0
+        for view in views:
+            key = (sr.name, str(view.ref), view.uid)
+            if key in self._foreign_noted:
+                continue
+            if said == FOREIGN_SAID_PER_PASS:
+                return
+            said += 1
+            if len(self._foreign_noted) >= FOREIGN_NOTED_MAX:
+                self._foreign_noted.clear()
+            self._foreign_noted.add(key)
+            log.warning(
+                "object labelled as this SpecialResource's but not made by it: ignored, never written",
+                sr=sr.name,
+                object=str(view.ref),
+            )
+            event = events.foreign_object(view.ref, sr_name=sr.name)
+            await self._status.emit(
+                sr_name=sr.name, sr_uid=sr.uid, events_=(event,), transition=f"foreign/{view.uid}"
+            )
