@@ -274,6 +274,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 enqueue=lambda name: m.queue.add(handlers.QueueKey(name)),
                 images=images,
                 flaps=lambda loss: m.metrics.node_label_flapped(loss.counts()),
+                timed=m.metrics.reconcile_step,
             )
         with logs.bind_reconcile(key, sr=key):
             try:

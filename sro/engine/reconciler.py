@@ -26,7 +26,19 @@ from typing import Any
 import structlog
 
 from sro import errors
-from sro.engine import compute, execute, ports, preflight, recipes, reporting, status_writes, teardown, waves
+from sro.engine import (
+    compute,
+    execute,
+    ports,
+    preflight,
+    recipes,
+    reporting,
+    status_writes,
+    steps,
+    teardown,
+    watched,
+    waves,
+)
 from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
@@ -82,8 +94,10 @@ class Engine:
         flaps: Callable[[node_loss.Decision], None] = lambda _loss: None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         images: ports.Images | None = None,
+        timed: steps.Note | None = None,
     ) -> None:
         self._images = images  # None: no registry is asked
+        self._timed = timed  # each step's seconds, for the metrics
         self._reader = reader
         self._writer = writer
         self._kinds = kinds
@@ -155,6 +169,7 @@ class Engine:
                 sr.name, body, previous=previous, status=refused.status, requeue_after=refused.requeue_after
             )
 
+        laps = steps.Laps(self._timed)
         # read
         owner = await namespace_.owner(self._reader, self._writer, sr)
         if owner is False:
@@ -180,6 +195,8 @@ class Engine:
         memory.held, nodes = loss.memory, loss.nodes
         self._flaps(loss)
 
+        laps.lap("read")
+
         # render
         try:
             wanted = await self._render(sr, recipe, nodes, keep_off=peers.conflict.excluded, memory=memory)
@@ -204,7 +221,9 @@ class Engine:
             failures.extend(await namespace_.create(self._writer, sr, labels=security.labels))
         elif security.relabel:
             failures.extend(await namespace_.relabel(self._writer, sr, labels=security.labels))
-        failures.extend(await self._watch_kinds(wanted))
+        failures.extend(await watched.ensure(self._kinds, wanted))
+
+        laps.lap("render")
 
         # plan
         owned = self._reader.owned(sr.name)
@@ -237,6 +256,8 @@ class Engine:
         if planned.walk is not None:
             self.state_nodes[sr.name] = {s: planned.walk.phase_counts(s) for s in planned.walk.order}
 
+        laps.lap("plan")
+
         # execute
         executed = await execute.execute(
             self._writer,
@@ -266,8 +287,9 @@ class Engine:
             generation=sr.generation,
             now=now,
         )
+        laps.lap("execute")
         memory.transient = done.transient
-        return await self._report.conclude(
+        requeue = await self._report.conclude(
             sr.name,
             body,
             previous=previous,
@@ -275,6 +297,9 @@ class Engine:
             events_=done.events,
             requeue_after=loss.requeue(done.requeue_after, now=now),
         )
+        laps.lap("finish")
+        laps.said()
+        return requeue
 
     # -- steps ----------------------------------------------------------------------
 
@@ -299,22 +324,6 @@ class Engine:
             if other.name != sr.name:
                 others.append((other, self._library.loader(other.spec.recipe)))
         return await compute.summarise_peers(sr, recipe, others, nodes)
-
-    async def _watch_kinds(self, wanted: desired.DesiredState) -> list[outcomes.Failure]:
-        """Make sure every kind the recipe wants is watched; a kind that cannot be (the
-        server refuses to list it, or its cache does not list in time) is a failure of the
-        first object of that kind, reported like a refused write, never a stuck worker."""
-        failures = []
-        first: dict[tuple[str, str], desired.DesiredObject] = {}
-        for obj in wanted.objects:
-            first.setdefault((obj.ref.api_version, obj.ref.kind), obj)
-        for (api_version, kind), obj in sorted(first.items()):
-            try:
-                await self._kinds.ensure_watched(api_version, kind)
-            except errors.SroError as exc:
-                log.warning("kind not watched", sr=wanted.sr_name, kind=kind, error=str(exc))
-                failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))
-        return failures
 
     def _note_summary(self, name: str, me: inputs.PeerSummary, memory: _Memory) -> None:
         """When what others see of this SpecialResource changes, they must look again."""

@@ -18,6 +18,7 @@ import functools
 import json
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -112,6 +113,26 @@ def _never(exc: BaseException) -> bool:
     return False
 
 
+def _own_session(pool: aiohttp.ClientSession) -> aiohttp.ClientSession:
+    """A session over kubernetes-asyncio's connections that reads no ``~/.netrc``.
+
+    Its own session trusts the environment, and aiohttp then looks ``~/.netrc`` up on an
+    executor thread for every request sent without an ``auth`` argument: every request
+    of ours (the token goes in a header), a thread hop each for nothing. The environment's
+    proxy is still honoured, resolved once (``_env_proxy``)."""
+    return aiohttp.ClientSession(
+        connector=pool.connector, connector_owner=False, trust_env=False, read_bufsize=2**21
+    )
+
+
+def _env_proxy(host: str) -> str | None:
+    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY`` name for the API server (``NO_PROXY`` kept)."""
+    parts = urllib.parse.urlsplit(host)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
+
+
 class Api:
     """One authenticated connection pool to the API server.
 
@@ -126,7 +147,8 @@ class Api:
         self.metrics: ApiMetrics = metrics or _NoMetrics()
         self._cfg = cfg
         self._client = ApiClient(cfg)
-        self._session: aiohttp.ClientSession = self._client.rest_client.pool_manager
+        self._session = _own_session(self._client.rest_client.pool_manager)
+        self._proxy = _env_proxy(str(cfg.host))
         self._server_hostname: str | None = self._client.rest_client.server_hostname
         self.host = str(cfg.host).rstrip("/")
         self._host_label = urllib.parse.urlsplit(self.host).netloc  # rest_client_requests_total's host
@@ -139,6 +161,7 @@ class Api:
         return cls(cfg=await kconfig.load(settings), settings=settings, metrics=metrics)
 
     async def close(self) -> None:
+        await self._session.close()
         await self._client.close()
 
     async def __aenter__(self) -> Api:
@@ -307,6 +330,7 @@ class Api:
                     headers=await self._headers(content_type, accept=accept),
                     timeout=timeout,
                     server_hostname=self._server_hostname,
+                    proxy=self._proxy,
                 ) as resp:
                     self._count(verb, method, path, resource=resource, code=str(resp.status), started=started)
                     if resp.status >= 400:
@@ -349,6 +373,7 @@ class Api:
                 headers=await self._headers(None),
                 timeout=timeout,
                 server_hostname=self._server_hostname,
+                proxy=self._proxy,
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
             self._count("watch", "GET", path, resource=resource, code="error", started=None)

@@ -68,6 +68,13 @@ class Metrics:
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
             registry=r,
         )
+        self.reconcile_steps = Histogram(
+            "sro_reconcile_step_seconds",
+            "Time per step of a reconcile (read, render, plan, execute, finish)",
+            ["step"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+            registry=r,
+        )
         self.workqueue_depth = Gauge("sro_workqueue_depth", "Keys waiting in the work queue", registry=r)
         self.workqueue_adds = Counter("sro_workqueue_adds", "Adds to the work queue", registry=r)
         self.workqueue_retries = Counter("sro_workqueue_retries", "Rate-limited re-adds", registry=r)
@@ -252,6 +259,9 @@ class Metrics:
         self.reconcile_total.labels(result=result).inc()
         self.reconcile_duration.observe(seconds)
         self.standard.reconciled(result=result, seconds=seconds)
+
+    def reconcile_step(self, step: str, seconds: float) -> None:
+        self.reconcile_steps.labels(step=step).observe(seconds)
 
     def workers_active(self, delta: int) -> None:
         self.active_workers.inc(delta)

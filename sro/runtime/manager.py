@@ -55,7 +55,7 @@ from sro.observe import metrics as metrics_
 from sro.queue import ratelimit, workqueue
 from sro.runtime import caches as caches_
 from sro.runtime import controller as controller_
-from sro.runtime import handlers
+from sro.runtime import handlers, heap
 from sro.watch import reflector as reflector_
 
 log = structlog.get_logger(__name__)
@@ -284,6 +284,7 @@ class Manager:
         if not await self._until_stopped(synced):
             return 0
         log.info("caches synced", caches=len(self.caches))
+        heap.settle()
         assert self._reconcile is not None
         controller = controller_.Controller(
             queue=self.queue,

@@ -134,7 +134,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             await operator.wait_ready()
             if args.profile:
                 operator.profile(out / "operator.spy")
-            before, cpu0 = operator.requests(), operator.cpu_seconds()
+            before, cpu0, steps0 = operator.requests(), operator.cpu_seconds(), operator.step_seconds()
             started_wall = time.time()
             states = states_of(RECIPE)
             seconds, curves = await converge_sro.converge(
@@ -143,6 +143,10 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             ready_wall = time.time()
             operator.profiled()
             during = converge_sro.diff(operator.requests(), before)
+            steps = {
+                step: (seconds - steps0.get(step, (0.0, 0))[0], count - steps0.get(step, (0.0, 0))[1])
+                for step, (seconds, count) in operator.step_seconds().items()
+            }
             cpu = operator.cpu_seconds() - cpu0
             writes = [
                 w
@@ -165,6 +169,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 # node's labels once per state plus "complete", the status a few times.
                 "write_floor": figures["floor"]["objects"] + args.nodes * (len(states) + 1),
                 "curves": curves,
+                "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
             }
             figures["ratio"] = seconds / figures["floor"]["seconds"]
             print(f"sro: Ready in {seconds:.1f}s ({figures['ratio']:.2f}x the floor)", flush=True)

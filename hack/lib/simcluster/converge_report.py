@@ -43,6 +43,15 @@ def table(figures: Mapping[str, Any]) -> str:
         ("sro writes in the audit log", f"{f['sro']['audit_writes']}"),
         ("floor of writes (objects + nodes x labels)", f"{f['sro']['write_floor']}"),
     ]
+    steps = f["sro"].get("steps") or {}
+    if steps:
+        passes = max(v["passes"] for v in steps.values())
+        rows.append(
+            (
+                f"sro passes / seconds by step ({passes} passes)",
+                ", ".join(f"{k} {v['seconds']:.1f}" for k, v in steps.items()),
+            )
+        )
     for verb_resource, count in sorted(f["sro"]["requests_by"].items(), key=lambda kv: -kv[1])[:12]:
         rows.append((f"  {verb_resource}", str(count)))
     idle = f.get("idle")

@@ -28,6 +28,9 @@ from simcluster import kube, nodes
 JSON = dict[str, Any]
 SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
 _SAMPLE = re.compile(r"^sro_api_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$")
+_STEP = re.compile(
+    r'^sro_reconcile_step_seconds_(?P<what>sum|count)\{step="(?P<step>\w+)"\}\s+(?P<value>\S+)$'
+)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -90,6 +93,21 @@ class Operator:
                 labels = dict(_LABEL.findall(match["labels"]))
                 counts[(labels.get("verb", ""), labels.get("resource", ""))] += int(float(match["value"]))
         return counts
+
+    def step_seconds(self) -> dict[str, tuple[float, int]]:
+        """Seconds and passes so far by reconcile step (read, render, plan, execute, finish)."""
+        text = self._get("/metrics") or ""
+        out: dict[str, tuple[float, int]] = {}
+        for line in text.splitlines():
+            match = _STEP.match(line.strip())
+            if match:
+                seconds, count = out.get(match["step"], (0.0, 0))
+                if match["what"] == "sum":
+                    seconds = float(match["value"])
+                else:
+                    count = int(float(match["value"]))
+                out[match["step"]] = (seconds, count)
+        return out
 
     def cpu_seconds(self) -> float:
         assert self.proc is not None
