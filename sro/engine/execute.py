@@ -61,10 +61,10 @@ async def execute(
     """Carry out ``planned`` (see the module docstring); ``sent`` and ``logs`` are the
     engine's memory of applied bodies and fetched tails, updated in place."""
 
-    async def objects_then_nodes() -> tuple[writes.WriteReport, tuple[tuple[str, errors.SroError], ...]]:
-        applied = await writes.apply_objects(
+    async def apply(objects: tuple[desired.DesiredObject, ...]) -> writes.WriteReport:
+        return await writes.apply_objects(
             writer,
-            planned.apply,
+            objects,
             sr=sr,
             live=live,
             foreign=foreign,
@@ -74,14 +74,20 @@ async def execute(
             sent=sent,
             lagging=lagging,
         )
-        node_failures = await node_writes.carry_out(
+
+    async def objects_then_nodes() -> tuple[writes.WriteReport, tuple[tuple[str, errors.SroError], ...]]:
+        applied = await apply(planned.apply)
+        written = await node_writes.carry_out(
             writer,
             lifecycle.held_back(planned.node_labels, sr_name=sr.name, blocked=applied.blocked_states),
             sr_name=sr.name,
             nodes=nodes,
             limit=limit,
         )
-        return applied, node_failures
+        # The pods of states that just opened on a node, now that it shows their labels.
+        ready = planner.followers(planned.follow, written.labels)
+        followed = await apply(tuple(o for o in ready if o.state not in applied.blocked_states))
+        return writes.merged(applied, followed), written.failures
 
     try:
         async with asyncio.TaskGroup() as group:  # one part failing for good (NotLeader) stops all

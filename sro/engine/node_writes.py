@@ -7,7 +7,8 @@ are sro's), so nothing here can clobber what the kubelet, NFD or an administrato
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import structlog
 
@@ -19,6 +20,15 @@ from sro.plan import node_patches
 log = structlog.get_logger(__name__)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Written:
+    """(node, error) for each change that failed, by node name; and the labels each changed
+    node shows now (its patch's answer, or the cache when it needed no patch)."""
+
+    failures: tuple[tuple[str, errors.SroError], ...]
+    labels: Mapping[str, Mapping[str, str]]
+
+
 async def carry_out(
     writer: ports.Writer,
     changes: Iterable[node_patches.NodeChange],
@@ -26,23 +36,27 @@ async def carry_out(
     sr_name: str,
     nodes: Iterable[views.NodeView],
     limit: int = waves.DEFAULT_LIMIT,
-) -> tuple[tuple[str, errors.SroError], ...]:
-    """Send the planned node changes, one patch per node and up to ``limit`` nodes at once;
-    (node, error) for each that failed, by node name.
+) -> Written:
+    """Send the planned node changes, one patch per node and up to ``limit`` nodes at once.
 
     A node that went away meanwhile is no failure. A change whose node shows it done
     already sends nothing.
     """
     by_name = {n.name: n for n in nodes}
     failures: list[tuple[str, errors.SroError]] = []
+    shown: dict[str, Mapping[str, str]] = {}
 
     async def send(change: node_patches.NodeChange) -> None:
         node = by_name.get(change.node)
         patch = node_patches.for_change(node, change, sr_name=sr_name) if node is not None else None
         if patch is None:
+            if node is not None:
+                shown[change.node] = node.labels
             return
         try:
-            await writer.patch_node(change.node, patch)
+            answer = await writer.patch_node(change.node, patch)
+            labels = (answer.get("metadata") or {}).get("labels")
+            shown[change.node] = labels if isinstance(labels, Mapping) else {}
             log.debug("node patched", sr=sr_name, node=change.node, patch=patch)
         except errors.NotFound:
             return
@@ -50,4 +64,4 @@ async def carry_out(
             failures.append((change.node, exc))
 
     await waves.bounded(changes, send, limit=limit)
-    return tuple(sorted(failures, key=lambda f: f[0]))
+    return Written(failures=tuple(sorted(failures, key=lambda f: f[0])), labels=shown)

@@ -67,9 +67,8 @@ async def _run(ctx: Context, *, now: datetime) -> planner.Plan:
     )
     planned = planner.plan_teardown(sr_name=sr.name, seen=seen, generation=sr.generation, now=now)
     await writes.delete_objects(ctx.writer, planned.delete, sr_name=sr.name)
-    for node, error in await node_writes.carry_out(
-        ctx.writer, planned.node_labels, sr_name=sr.name, nodes=nodes
-    ):
+    written = await node_writes.carry_out(ctx.writer, planned.node_labels, sr_name=sr.name, nodes=nodes)
+    for node, error in written.failures:
         log.info("node not cleaned yet", sr=sr.name, node=node, error=str(error))
     return planned
 

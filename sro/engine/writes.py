@@ -43,6 +43,16 @@ class WriteReport:
     blocked_states: frozenset[str] = frozenset()
 
 
+def merged(first: WriteReport, second: WriteReport) -> WriteReport:
+    """Two reports of one pass as one."""
+    return WriteReport(
+        applied=first.applied + second.applied,
+        deleted=first.deleted + second.deleted,
+        failures=_in_order((*first.failures, *second.failures)),
+        blocked_states=first.blocked_states | second.blocked_states,
+    )
+
+
 def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
     labels = dict(meta.get("labels") or {})
     labels[sr_model.OWNER_LABEL] = sr_name

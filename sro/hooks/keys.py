@@ -11,8 +11,7 @@ hook off silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from sro import errors
 from sro.hooks import base
@@ -23,15 +22,9 @@ LEGACY_PREFIX = "specialresource.openshift.io/"
 LEGACY_IGNORED = frozenset({"state", "driver-container-vendor"})
 
 
-def _annotations(body: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = body.get("metadata") or {}
-    found = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return found if isinstance(found, Mapping) else {}
-
-
 def get(obj: desired.DesiredObject, name: str) -> str | None:
     """The value of hook annotation ``name`` (``sro.dev/`` first, then the legacy alias)."""
-    annotations = _annotations(obj.body)
+    annotations = obj.annotations
     value = annotations.get(PREFIX + name, annotations.get(LEGACY_PREFIX + name))
     return None if value is None else str(value)
 
@@ -46,7 +39,7 @@ def validate(obj: desired.DesiredObject, hooks: Sequence[base.Hook], *, ctx: bas
     checks = {h.annotation: h.check for h in hooks if h.annotation}
     problems = ctx.problems
     ok = True
-    for raw_key, value in _annotations(obj.body).items():
+    for raw_key, value in obj.annotations.items():
         key = str(raw_key)
         if key.startswith(PREFIX):
             name = key.removeprefix(PREFIX)

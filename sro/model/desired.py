@@ -104,9 +104,17 @@ class DesiredObject:
     def ref(self) -> ObjectRef:
         return ObjectRef.of(self.body)
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return str(self.body.get("kind", ""))
+
+    @cached_property
+    def annotations(self) -> Mapping[str, Any]:
+        """``metadata.annotations`` of the body ({} when absent or no mapping): read by
+        every hook and by each pass's planner, so looked up once."""
+        meta = self.body.get("metadata") or {}
+        found = meta.get("annotations") if isinstance(meta, Mapping) else None
+        return found if isinstance(found, Mapping) else {}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,7 @@ Every function here is pure; the engine executes the ``NodeChange``s and ``Delet
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,11 +90,13 @@ def _check_key(key: str) -> str:
     return key
 
 
+@functools.lru_cache(maxsize=4096)
 def state_label(sr_name: str, state: str) -> str:
     """``<sr>.sro.dev/<state>``; ``RecipeInvalid`` when that is no valid label key."""
     return _check_key(label_prefix(sr_name) + state)
 
 
+@functools.lru_cache(maxsize=1024)
 def complete_label(sr_name: str) -> str:
     return _check_key(label_prefix(sr_name) + COMPLETE)
 

@@ -15,6 +15,10 @@ here does I/O or reads a clock.
                affinity and would fail it: the pod follows the labels one pass later);
                never a failed pod waiting for its retry; at most ``PASS_WRITES`` per-node
                objects a pass (and as many ``node_labels``), the next pass at once;
+  ``follow``   per-node objects whose node gets the missing ``after`` labels in this very
+               pass (``node_labels``): ``followers`` picks those whose node's patch landed
+               with them, and the engine applies them right after it, so a state that
+               completes on a node starts the next one's pod in the same pass;
   ``delete``   ``lifecycle.Deletion``s: owned objects no longer desired, per-node pods of
                states not open on their node (they re-run when it reopens), failed pods
                whose backoff has passed, driver pods of an older pod template on the
@@ -112,6 +116,7 @@ class Plan:
 
     apply: tuple[desired.DesiredObject, ...]
     delete: tuple[lifecycle.Deletion, ...]
+    follow: tuple[Follower, ...] = ()
     node_labels: tuple[node_patches.NodeChange, ...]
     status: StatusBody
     events: tuple[events.Event, ...] = ()
@@ -130,41 +135,67 @@ class Plan:
 _PENDING = progress.NodeState(phase=progress.Phase.PENDING)
 
 
-def _labelled(sr_name: str, node: views.NodeView | None, states: tuple[str, ...]) -> bool:
-    """Whether ``node`` already carries the ready labels of ``states``."""
-    labels = node.labels if node is not None else {}
-    return all(labels.get(lifecycle.state_label(sr_name, s)) == lifecycle.READY_VALUE for s in states)
+@dataclass(frozen=True, kw_only=True)
+class Follower:
+    """A per-node object to apply once its node shows ``labels`` ready (``followers``)."""
+
+    obj: desired.DesiredObject
+    labels: tuple[str, ...]
+
+
+def _missing(sr_name: str, labels: Mapping[str, str], states: tuple[str, ...]) -> tuple[str, ...]:
+    """The ready labels of ``states`` that ``labels`` lacks."""
+    keys = (lifecycle.state_label(sr_name, s) for s in states)
+    return tuple(k for k in keys if labels.get(k) != lifecycle.READY_VALUE)
 
 
 def _to_apply(
-    wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk
-) -> tuple[desired.DesiredObject, ...]:
+    wanted: desired.DesiredState,
+    seen: observed_.Observed,
+    walked: progress.Walk,
+    *,
+    setting: Mapping[str, Mapping[str, str | None]],
+) -> tuple[tuple[desired.DesiredObject, ...], tuple[Follower, ...]]:
+    """What to apply now, and what to apply once this pass's node patches (``setting``:
+    labels by node) have landed."""
     started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}  # opened before
     opened = {state for state in walked.order if walked.open_anywhere(state)}
     rank = {state: i for i, state in enumerate(walked.order)}
     after = {s.name: s.after for s in wanted.states}
     chosen = []
+    follow = []
     for obj in wanted.objects:
+        missing: tuple[str, ...] = ()
         if obj.node is not None:
             if not walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
                 continue
-            if not _labelled(wanted.sr_name, seen.nodes.get(obj.node), after.get(obj.state, ())):
-                continue  # its labels come first: a pinned pod is refused by a node without them
+            node = seen.nodes.get(obj.node)
+            # Its labels come first: a pinned pod is refused by a node without them.
+            missing = _missing(wanted.sr_name, node.labels if node else {}, after.get(obj.state, ()))
+            coming = setting.get(obj.node, {})
+            if any(coming.get(k) != lifecycle.READY_VALUE for k in missing):
+                continue
         elif obj.state not in opened and obj.state not in started:
             continue
         if obj.kind == "Pod" and (walked.ref(obj) in seen.objects or seen.pod(walked.ref(obj)) is not None):
             continue  # a pod's spec is immutable: one that must change is deleted, then made again
-        chosen.append(obj)
-    return tuple(
-        sorted(chosen, key=lambda o: (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), walked.ref(o)))
-    )
+        if missing:
+            follow.append(Follower(obj=obj, labels=missing))
+        else:
+            chosen.append(obj)
+
+    def order(o: desired.DesiredObject) -> tuple[int, int, desired.ObjectRef]:
+        return (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), walked.ref(o))
+
+    return tuple(sorted(chosen, key=order)), tuple(sorted(follow, key=lambda f: order(f.obj)))
 
 
 def _bounded(
-    objects: tuple[desired.DesiredObject, ...],
-) -> tuple[tuple[desired.DesiredObject, ...], bool]:
-    """``objects`` with at most ``PASS_WRITES`` per-node ones (the first, in plan order:
-    every cluster-wide object stays), and whether any was left for the next pass."""
+    objects: tuple[desired.DesiredObject, ...], follow: tuple[Follower, ...]
+) -> tuple[tuple[desired.DesiredObject, ...], tuple[Follower, ...], bool]:
+    """``objects`` and ``follow`` with at most ``PASS_WRITES`` per-node ones between them
+    (the first, in plan order: every cluster-wide object stays), and whether any was left
+    for the next pass."""
     kept: list[desired.DesiredObject] = []
     per_node = 0
     for obj in objects:
@@ -173,7 +204,21 @@ def _bounded(
             if per_node > PASS_WRITES:
                 continue
         kept.append(obj)
-    return tuple(kept), per_node > PASS_WRITES
+    room = max(PASS_WRITES - per_node, 0)
+    return tuple(kept), follow[:room], per_node + len(follow) > PASS_WRITES
+
+
+def followers(
+    follow: Sequence[Follower], shown: Mapping[str, Mapping[str, str]]
+) -> tuple[desired.DesiredObject, ...]:
+    """The ``follow`` objects whose node now shows their labels ready (``shown``: each
+    node's labels as its patch answered, or as cached when it needed none)."""
+    return tuple(
+        f.obj
+        for f in follow
+        if f.obj.node is not None
+        and all(shown.get(f.obj.node, {}).get(k) == lifecycle.READY_VALUE for k in f.labels)
+    )
 
 
 def _seconds(delays: list[timedelta]) -> float | None:
@@ -256,13 +301,18 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     shown = dataclasses.replace(verdict, missing=verdict.missing - made.building)  # building: no news
     status = images.status(status, wanted, seen, shown, now=now)
     status = builds.status(status, made, previous=previous, generation=seen.generation, now=now)
-    restored = tuple(rollout.restore.get(o.ref, o) for o in _to_apply(wanted, seen, walked))  # a rollback
-    to_apply, cut_objects = _bounded(images.withhold(restored, verdict))
-    to_apply = (*to_apply, *sorted(made.apply, key=lambda o: (lifecycle.kind_rank(o.kind), o.ref)))
     node_labels = upgrade_status.merge(
         images.node_changes(lifecycle.node_changes(wanted, seen, walked), wanted, seen, walked, verdict),
         rollout.node_changes,
     )
+    setting = {c.node: c.labels for c in node_labels[:PASS_WRITES]}
+    now_, later = _to_apply(wanted, seen, walked, setting=setting)
+    restored = tuple(rollout.restore.get(o.ref, o) for o in now_)  # a rollback
+    allowed = {o.ref for o in images.withhold((*restored, *(f.obj for f in later)), verdict)}
+    to_apply, follow, cut_objects = _bounded(
+        tuple(o for o in restored if o.ref in allowed), tuple(f for f in later if f.obj.ref in allowed)
+    )
+    to_apply = (*to_apply, *sorted(made.apply, key=lambda o: (lifecycle.kind_rank(o.kind), o.ref)))
     status = upgrade_status.with_status(
         status,
         halted=rollout.halted,
@@ -277,7 +327,8 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     started.update(o.state for o in made.apply if o.ref in seen.objects)
     return Plan(
         apply=to_apply,
-        opening=frozenset(o.state for o in to_apply if o.state not in started),
+        follow=follow,
+        opening=frozenset(o.state for o in (*to_apply, *(f.obj for f in follow)) if o.state not in started),
         delete=delete,
         node_labels=node_labels[:PASS_WRITES],
         status=status,

@@ -387,7 +387,27 @@ def test_a_per_node_pod_is_applied_only_once_its_node_carries_the_after_labels()
     assert first.walk is not None and first.walk.nodes["n1"]["state-validation"].open
     assert [o.ref.name for o in first.apply] == ["driver"]
     assert labels_of(first) == {"n1": {label("state-driver"): "ready"}}
-    assert [o.ref.name for o in planner.plan(want, labelled, now=T0).apply] == ["driver", "validate-n1"]
+    # The pod follows the node's patch in the same pass, once the patch shows the label.
+    assert [(f.obj.ref.name, f.labels) for f in first.follow] == [("validate-n1", (label("state-driver"),))]
+    assert planner.followers(first.follow, {"n1": {}}) == ()
+    assert planner.followers(first.follow, {}) == ()
+    shown = {"n1": {label("state-driver"): "ready"}}
+    assert [o.ref.name for o in planner.followers(first.follow, shown)] == ["validate-n1"]
+    assert "state-validation" in first.opening
+    second = planner.plan(want, labelled, now=T0)
+    assert [o.ref.name for o in second.apply] == ["driver", "validate-n1"]
+    assert second.follow == ()
+
+
+def test_a_per_node_pod_waits_for_labels_no_patch_of_this_pass_sets() -> None:
+    d = ds("driver", "state-driver")
+    (validate,) = node_pods("validate", "state-validation", ["n1"])
+    want = wanted(states("state-driver", "state-validation"), [d, validate], ["n1"])
+    # The driver pod is not ready: no label is set, so the pod neither goes nor follows.
+    waiting = seen([node("n1")], objects=[live(d)], pods=[ds_pod(d, "n1", ready=False)])
+    p = planner.plan(want, waiting, now=T0)
+    assert [o.ref.name for o in p.apply] == ["driver"]
+    assert p.follow == ()
 
 
 def test_a_pass_carries_at_most_its_budget_of_per_node_writes_and_the_next_comes_at_once() -> None:
