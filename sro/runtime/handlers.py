@@ -7,7 +7,9 @@ Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
 * ``owned``: an owned object's change enqueues its owner, read from the label
   ``sro.dev/owner`` of the old and of the new object (both: an object moving between
   owners concerns both). A namespaced primary owns objects in its own namespace, so
-  its key is "<the object's namespace>/<owner>".
+  its key is "<the object's namespace>/<owner>". A change that leaves the projection
+  as it was but for its resourceVersion enqueues nothing (an annotation on a pod, a
+  pod condition no verdict reads).
 * ``nodes``: a Node change enqueues whatever the engine's mapper says the old or the
   new node concerns, but only if ``NodeView.relevant()`` changed: heartbeats and
   lease renewals touch nothing a reconcile reads, and enqueue nothing.
@@ -15,6 +17,7 @@ Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NewType
 
@@ -69,8 +72,24 @@ def primary(enqueue: Enqueue) -> Handler:
     return handle
 
 
+def _same_but_version(old: Any, new: Any) -> bool:
+    """Two projections (frozen records such as ``PodView``) that differ in their
+    ``resource_version`` alone: what changed is nothing the projection keeps (a pod's
+    annotations, a condition no verdict reads), so no reconcile could act on it."""
+    if old is None or new is None or not dataclasses.is_dataclass(old) or isinstance(old, type):
+        return False
+    if not hasattr(old, "resource_version"):
+        return False
+    return bool(dataclasses.replace(old, resource_version=new.resource_version) == new)
+
+
 def owned(enqueue: Enqueue, *, namespaced_owner: bool = False) -> Handler:
+    """An owned object's change enqueues its owner (by the owner label of its old or new
+    version), unless its projection shows no change but its resourceVersion."""
+
     def handle(change: store_.Change[Any]) -> None:
+        if _same_but_version(change.old, change.new):
+            return
         owners: set[QueueKey] = set()
         for view in (change.old, change.new):
             labels = getattr(view, "labels", None) or {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import aiohttp
 import pytest
 
 from sro.kube import http
@@ -27,8 +28,6 @@ def test_no_proxy_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_session_does_not_trust_the_environment() -> None:
-    import aiohttp
-
     pool = aiohttp.ClientSession(trust_env=True)
     try:
         own = http._own_session(pool)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from sro.cache import projections, store
-from sro.model import specialresource
+from sro.model import specialresource, views
 from sro.runtime import handlers
 
 pytestmark = pytest.mark.unit
@@ -140,4 +140,28 @@ def test_a_change_of_the_primary_status_alone_enqueues_nothing() -> None:
     handle(store.Change(_sr(version="2"), _sr(version="3", labels={"team": "a"})))
     handle(store.Change(_sr(version="3"), _sr(version="4", finalizers=["sro.dev/cleanup"])))
     handle(store.Change(_sr(version="4"), _sr(version="5", deletionTimestamp="2026-11-25T00:00:00Z")))
+    assert keys == ["gpu", "gpu", "gpu"]
+
+
+def _pod(*, version: str, ready: bool, phase: str = "Running") -> views.PodView:
+    return views.PodView(
+        namespace="gpu",
+        name="validate-n1",
+        uid="u1",
+        node="n1",
+        phase=phase,
+        ready=ready,
+        labels={specialresource.OWNER_LABEL: "gpu"},
+        resource_version=version,
+    )
+
+
+def test_a_pod_change_the_projection_does_not_show_enqueues_nothing() -> None:
+    keys: list[str] = []
+    handle = handlers.owned(keys.append)
+    handle(store.Change(_pod(version="1", ready=False), _pod(version="2", ready=False)))
+    assert keys == []
+    handle(store.Change(_pod(version="2", ready=False), _pod(version="3", ready=True)))
+    handle(store.Change(_pod(version="3", ready=True), _pod(version="4", ready=True, phase="Succeeded")))
+    handle(store.Change(_pod(version="4", ready=True), None))
     assert keys == ["gpu", "gpu", "gpu"]
