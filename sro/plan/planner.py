@@ -155,10 +155,10 @@ def _to_apply(
     walked: progress.Walk,
     *,
     setting: Mapping[str, Mapping[str, str | None]],
+    started: set[str],
 ) -> tuple[tuple[desired.DesiredObject, ...], tuple[Follower, ...]]:
     """What to apply now, and what to apply once this pass's node patches (``setting``:
-    labels by node) have landed."""
-    started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}  # opened before
+    labels by node) have landed; ``started``: states with an object in the cluster."""
     opened = {state for state in walked.order if walked.open_anywhere(state)}
     rank = {state: i for i, state in enumerate(walked.order)}
     after = {s.name: s.after for s in wanted.states}
@@ -306,7 +306,8 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         rollout.node_changes,
     )
     setting = {c.node: c.labels for c in node_labels[:PASS_WRITES]}
-    now_, later = _to_apply(wanted, seen, walked, setting=setting)
+    started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}  # opened before
+    now_, later = _to_apply(wanted, seen, walked, setting=setting, started=started)
     restored = tuple(rollout.restore.get(o.ref, o) for o in now_)  # a rollback
     allowed = {o.ref for o in images.withhold((*restored, *(f.obj for f in later)), verdict)}
     to_apply, follow, cut_objects = _bounded(
@@ -323,7 +324,6 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     )
     if len(node_labels) > PASS_WRITES or cut_objects:
         delays.append(timedelta(0))  # more to write than one pass carries: go on at once
-    started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}
     started.update(o.state for o in made.apply if o.ref in seen.objects)
     return Plan(
         apply=to_apply,

@@ -69,15 +69,22 @@ def concerns_node(obj: desired.DesiredObject, *, node: str, group: desired.Kerne
     return obj.kernel_group is None or obj.kernel_group == group
 
 
+_COMPLETE = progress.NodeState(phase=progress.Phase.COMPLETE)  # frozen: one serves every node
+
+
 def _combine(verdicts: Sequence[readiness.Verdict]) -> progress.NodeState:
-    failures = [v for v in verdicts if v.outcome is readiness.Outcome.FAILED]
-    if failures:
-        return progress.NodeState(phase=progress.Phase.FAILED, reason=failures[0].reason)
-    waits = [v for v in verdicts if v.outcome is readiness.Outcome.WAITING]
-    if not waits:
-        return progress.NodeState(phase=progress.Phase.COMPLETE)
-    first = next((v for v in waits if v.stuck), waits[0])
-    return progress.NodeState(phase=progress.Phase.PROGRESSING, reason=first.reason, stuck=first.stuck)
+    """The first failure; else the first stuck wait, or the first wait; else complete
+    (one pass over the verdicts: the walk calls this for every state on every node)."""
+    wait: readiness.Verdict | None = None
+    for v in verdicts:
+        outcome = v.outcome
+        if outcome is readiness.Outcome.FAILED:
+            return progress.NodeState(phase=progress.Phase.FAILED, reason=v.reason)
+        if outcome is readiness.Outcome.WAITING and (wait is None or (v.stuck and not wait.stuck)):
+            wait = v
+    if wait is None:
+        return _COMPLETE
+    return progress.NodeState(phase=progress.Phase.PROGRESSING, reason=wait.reason, stuck=wait.stuck)
 
 
 class _Judge:
@@ -112,25 +119,30 @@ class _Judge:
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
         self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
         self._refs = refs
+        self._live: dict[int, tuple[observed_.LiveObject | None, str]] = {}
+
+    def _daemonset(self, obj: desired.DesiredObject) -> tuple[observed_.LiveObject | None, str]:
+        """The live DaemonSet and its current revision's hash: the same on every node."""
+        known = self._live.get(id(obj))
+        if known is None:
+            live = self._seen.objects.get(self._refs[id(obj)][1])
+            current = self._seen.current_revision(live.uid) if live is not None and live.uid else None
+            known = self._live[id(obj)] = (live, current.hash if current is not None else "")
+        return known
 
     def _one(self, obj: desired.DesiredObject, node: str) -> readiness.Verdict:
         seen = self._seen
         ref = self._refs[id(obj)][1]
-        live = seen.objects.get(ref)
         if obj.kind == "DaemonSet":
+            live, current_hash = self._daemonset(obj)
             pods = seen.daemonset_pods(ref, node)
-            if live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
+            if pods and live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
                 pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
             previous = self._upgrading is not None and node not in self._upgrading
-            current = seen.current_revision(live.uid) if live is not None and live.uid else None
             return readiness.daemonset_on_node(
-                obj,
-                live,
-                pods,
-                logs=seen.logs,
-                previous_counts=previous,
-                current_hash=current.hash if current is not None else "",
+                obj, live, pods, logs=seen.logs, previous_counts=previous, current_hash=current_hash
             )
+        live = seen.objects.get(ref)
         if obj.kind == "Pod":
             verdict = readiness.pod_verdict(obj, seen.pod(ref), logs=seen.logs)
             retry = seen.retries.get(ref)
@@ -146,14 +158,18 @@ class _Judge:
             self._cluster[state] = tuple(self._one(o, "") for o in self._shared[state])
         return self._cluster[state]
 
-    def on_node(self, state: str, node: str) -> tuple[readiness.Verdict, ...]:
+    def on_node(self, state: str, node: str) -> list[readiness.Verdict]:
         group = self._wanted.kernel_groups.get(node)
         placed = self._placed.get((state, group))
         if placed is None:  # the DaemonSets of a state on a kernel group: the same for its every node
             placed = tuple(o for o in self._daemonsets[state] if concerns_node(o, node=node, group=group))
             self._placed[(state, group)] = placed
-        mine = (*placed, *self._pinned.get((state, node), ()))
-        return (*self.cluster(state), *(self._one(o, node) for o in mine))
+        verdicts = [*self.cluster(state)]
+        for obj in placed:
+            verdicts.append(self._one(obj, node))
+        for obj in self._pinned.get((state, node), ()):
+            verdicts.append(self._one(obj, node))
+        return verdicts
 
 
 def walk(
@@ -173,22 +189,28 @@ def walk(
     logs: set[progress.LogRequest] = set()
     nodes: dict[str, dict[str, progress.NodeState]] = {}
     phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
+    # Frozen, so one of each serves every node: a reset, and a wait on each state.
+    was_reset = progress.NodeState(phase=progress.Phase.PENDING, reason=RESET_REASON)
+    waiting_for = {
+        state: progress.NodeState(phase=progress.Phase.PENDING, reason=f"waiting for {state}")
+        for state in order
+    }
+    complete = progress.Phase.COMPLETE
     for node in wanted.nodes:
         states: dict[str, progress.NodeState] = {}
-        for state in order:
-            if node in reset:
-                states[state] = progress.NodeState(phase=progress.Phase.PENDING, reason=RESET_REASON)
-                continue
-            blocked = [a for a in after[state] if states[a].phase is not progress.Phase.COMPLETE]
-            if blocked:
-                states[state] = progress.NodeState(
-                    phase=progress.Phase.PENDING, reason=f"waiting for {blocked[0]}"
-                )
-                continue
-            verdicts = judge.on_node(state, node)
-            for verdict in verdicts:
-                logs.update(verdict.logs_needed)
-            states[state] = _combine(verdicts)
+        if node in reset:
+            states = dict.fromkeys(order, was_reset)
+        else:
+            for state in order:
+                blocked = next((a for a in after[state] if states[a].phase is not complete), None)
+                if blocked is not None:
+                    states[state] = waiting_for[blocked]
+                    continue
+                verdicts = judge.on_node(state, node)
+                for verdict in verdicts:
+                    if verdict.logs_needed:
+                        logs.update(verdict.logs_needed)
+                states[state] = _combine(verdicts)
         for state, ns in states.items():
             phases[state][ns.phase] += 1
         nodes[node] = states
