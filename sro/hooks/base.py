@@ -79,6 +79,31 @@ def edit(obj: desired.DesiredObject, **changes: Any) -> tuple[desired.DesiredObj
     return dataclasses.replace(obj, body=body, **changes), body
 
 
+def edit_at(
+    obj: desired.DesiredObject, *paths: tuple[str, ...], **changes: Any
+) -> tuple[desired.DesiredObject, dict[str, Any]]:
+    """``edit`` that copies only where the caller writes: the body and each mapping along
+    each of ``paths`` are copied one level deep; everything else is shared with
+    ``obj.body``. The caller may set and remove keys of those mappings (and create what a
+    path is missing), and must replace, never modify, any other value in the body. A hook
+    that stamps thousands of per-node pods then copies a few small mappings per pod, not
+    the whole pod: rendered bodies are never modified in place once made, so what is
+    shared stays as it was."""
+    body = dict(obj.body)
+    fresh = {id(body)}
+    for path in paths:
+        node = body
+        for key in path:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                break  # missing: the caller creates it, inside a mapping already copied
+            if id(child) not in fresh:
+                child = node[key] = dict(child)
+                fresh.add(id(child))
+            node = child
+    return dataclasses.replace(obj, body=body, **changes), body
+
+
 def plain_copy(value: Any) -> Any:
     """A deep copy of JSON-like data (dicts, lists, scalars): several times faster than
     ``copy.deepcopy``, which matters with a per-node Pod for each of thousands of nodes."""

@@ -33,7 +33,8 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
         scoped = ctx.is_namespaced(api_version, obj.kind)
         if scoped is None:
             scoped = optional.crd_scope(objects, api_version, obj.kind)
-        new, body = base.edit(obj)
+        # Only the labels (the object's and its pod template's) and the namespace change.
+        new, body = base.edit_at(obj, ("metadata", "labels"), ("spec", "template", "metadata", "labels"))
         meta = base.metadata(body)
         named = meta.get("namespace")
         if scoped is None:

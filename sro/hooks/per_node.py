@@ -41,7 +41,8 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
             continue
         nodes = ctx.members(obj.kernel_group) if obj.kernel_group else list(ctx.nodes)
         for node in nodes:
-            new, body = base.edit(obj, node=node.name)
+            # One pod per node: only what differs is copied (name, node label, nodeName).
+            new, body = base.edit_at(obj, ("metadata", "labels"), ("spec",), node=node.name)
             meta = base.metadata(body)
             meta["name"] = node_name(str(meta["name"]), node.name)
             labels = base.sub(meta, "labels")

@@ -33,7 +33,10 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
         if not placed(obj):
             out.append(obj)
             continue
-        new, body = base.edit(obj)
+        # Only the pod spec's selector, tolerations and required node affinity change.
+        where = (*(podspec.template_path(obj.kind) or ()), "spec")
+        affinity = (*where, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+        new, body = base.edit_at(obj, (*where, "nodeSelector"), affinity)
         spec = podspec.pod_spec(body)
         assert spec is not None
         selector = base.sub(spec, "nodeSelector")
@@ -68,10 +71,14 @@ def _require(spec: dict[str, Any], expressions: list[dict[str, Any]]) -> None:
     required = base.sub(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
     terms = required.get("nodeSelectorTerms")
     if not isinstance(terms, list) or not terms:
-        terms = required["nodeSelectorTerms"] = [{}]
-    for term in terms:
-        if not isinstance(term, dict):
-            continue
-        current = list(term.get("matchExpressions") or [])
-        current.extend(e for e in expressions if e not in current)
-        term["matchExpressions"] = current
+        terms = [{}]
+    required["nodeSelectorTerms"] = [
+        _with(term, expressions) if isinstance(term, dict) else term for term in terms
+    ]
+
+
+def _with(term: dict[str, Any], expressions: list[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of ``term`` that also requires ``expressions`` (the term itself may be shared)."""
+    current = list(term.get("matchExpressions") or [])
+    current.extend(e for e in expressions if e not in current)
+    return {**term, "matchExpressions": current}

@@ -26,6 +26,11 @@ def runs_pods(kind: str) -> bool:
     return kind in _TEMPLATE_PATHS
 
 
+def template_path(kind: str) -> tuple[str, ...] | None:
+    """Where ``kind`` keeps its pod template (``()``: the object is the Pod), or None."""
+    return _TEMPLATE_PATHS.get(kind)
+
+
 def pod_template(body: dict[str, Any]) -> dict[str, Any] | None:
     """The object holding the pod's ``metadata`` and ``spec`` (the Pod itself for a Pod)."""
     path = _TEMPLATE_PATHS.get(str(body.get("kind", "")))
