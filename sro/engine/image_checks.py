@@ -27,6 +27,9 @@ from sro.kube import http
 from sro.model import desired
 from sro.plan import observed
 
+PINNED_KEPT = 256
+"""SpecialResources whose last pinned render is kept (one each)."""
+
 log = structlog.get_logger(__name__)
 
 Checks = Mapping[str, tuple[observed.ImageCheck, ...]]
@@ -62,6 +65,11 @@ class ImageChecks:
         self._metrics = metrics
         self._resolver: client.Resolver | None = None
         self._secrets: secrets.Cached | None = None
+        # By SpecialResource: the render last pinned, the answers, and the pinned render.
+        self._pinned: dict[
+            str,
+            tuple[desired.DesiredState, Mapping[str, tuple[observed.ImageCheck, ...]], desired.DesiredState],
+        ] = {}
 
     @property
     def enabled(self) -> bool:
@@ -82,7 +90,22 @@ class ImageChecks:
             self._secrets = secrets.Cached(self._api())
         found = await asyncio.gather(*(self._ask(n) for n in chosen))
         images = pins.checks(chosen, {n.image: a for n, a in zip(chosen, found, strict=True)})
-        return Checked(state=pins.pin(wanted, images), images=images)
+        return Checked(state=self._pin(wanted, images), images=images)
+
+    def _pin(
+        self, wanted: desired.DesiredState, images: Mapping[str, tuple[observed.ImageCheck, ...]]
+    ) -> desired.DesiredState:
+        """``pins.pin``, the same objects again for the same render and answers: the
+        planner's walk reuses a node's phases only while the objects are the same ones."""
+        last = self._pinned.get(wanted.sr_name)
+        if last is not None and last[0] is wanted and last[1] == images:
+            return last[2]
+        pinned = pins.pin(wanted, images)
+        self._pinned.pop(wanted.sr_name, None)
+        self._pinned[wanted.sr_name] = (wanted, images, pinned)
+        while len(self._pinned) > PINNED_KEPT:
+            del self._pinned[next(iter(self._pinned))]
+        return pinned
 
     def forget(self, images: Iterable[str]) -> None:
         """Drop the answers about ``images`` (a build in the cluster just pushed them)."""

@@ -43,7 +43,7 @@ from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security
+from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security, walk_memo
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -69,6 +69,7 @@ class _Memory:
     jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # jobs still running, by node
     rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
     expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
+    walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,6 +246,7 @@ class Engine:
             images={} if checked is None else checked.images,
             rechecked=memory.rechecked,
             preflight=expected,
+            walk_memo=memory.walked,
         )
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
@@ -255,6 +257,8 @@ class Engine:
         )
         if planned.walk is not None:
             self.state_nodes[sr.name] = {s: planned.walk.phase_counts(s) for s in planned.walk.order}
+        kept_walk = planned.walk.memo if planned.walk is not None else None
+        memory.walked = kept_walk if isinstance(kept_walk, walk_memo.Memo) else walk_memo.EMPTY
 
         laps.lap("plan")
 

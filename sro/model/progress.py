@@ -67,6 +67,8 @@ class Walk:
     refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # What the next walk may reuse (``sro.plan.walk_memo.Memo``), kept by the engine.
+    memo: object = field(default=None, compare=False, repr=False)
 
     def ref(self, obj: desired.DesiredObject) -> desired.ObjectRef:
         known = self.refs.get(id(obj))

@@ -26,6 +26,7 @@ from sro.model import desired, selection, views
 from sro.model import specialresource as sr_model
 from sro.plan import conflicts, dependencies, finish, lifecycle, node_patches
 from sro.plan import observed as observed_
+from sro.plan import walk_memo as walk_memo_
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,6 +238,7 @@ def observe(
     jobs: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
     rechecked: frozenset[str] = frozenset(),
     preflight: observed_.Preflight = observed_.NO_PREFLIGHT,
+    walk_memo: walk_memo_.Memo = walk_memo_.EMPTY,
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
     what the registry said of each kernel group's images).
@@ -270,6 +272,7 @@ def observe(
         jobs=jobs,
         rechecked=rechecked,
         preflight=preflight,
+        walk_memo=walk_memo,
     )
 
 

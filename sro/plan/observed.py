@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, upgrade_policy, views
+from sro.plan import walk_memo as walk_memo_
 
 # The annotation the API server keeps on apps/v1 DaemonSets: the generation of the pod
 # template. DaemonSet pods carry it as their ``pod-template-generation`` label. It equals
@@ -274,6 +275,9 @@ class Observed:
     rechecked: frozenset[str] = frozenset()
     """Uids of build Jobs whose image the engine has looked up again since they completed
     (``sro.plan.builds``): engine memory, like ``logs``."""
+    walk_memo: walk_memo_.Memo = walk_memo_.EMPTY
+    """The last walk's memory (``sro.plan.walk_memo``): engine memory, like ``logs``; a
+    node whose inputs did not change since is not walked again."""
 
     @cached_property
     def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:
@@ -288,6 +292,14 @@ class Observed:
         for pod in self.pods:
             index.setdefault((pod.namespace, pod.owner_kind, pod.owner_name, pod.node), []).append(pod)
         return {key: tuple(pods) for key, pods in index.items()}
+
+    @cached_property
+    def pods_by_node(self) -> Mapping[str, tuple[views.PodView, ...]]:
+        """Pods by the node they run on (``walk_memo``: what a node's walk reads)."""
+        index: dict[str, list[views.PodView]] = {}
+        for pod in self.pods:
+            index.setdefault(pod.node, []).append(pod)
+        return {node: tuple(pods) for node, pods in index.items()}
 
     def daemonset_pods(self, ref: desired.ObjectRef, node: str) -> tuple[views.PodView, ...]:
         """The pods of DaemonSet ``ref`` on ``node`` (in its namespace)."""

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from sro import errors
 from sro.model import desired, progress
 from sro.plan import observed as observed_
-from sro.plan import readiness
+from sro.plan import readiness, walk_memo
 
 RESET_REASON = "kernel changed: the node walks the states again"
 
@@ -107,11 +107,13 @@ class _Judge:
         self._shared: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
         self._daemonsets: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
         self._pinned: dict[tuple[str, str], list[desired.DesiredObject]] = {}
+        self._pinned_on: dict[str, list[desired.DesiredObject]] = {}
         for o in wanted.objects:
             if not o.wait or o.state not in self._shared:
                 continue
             if o.node is not None:
                 self._pinned.setdefault((o.state, o.node), []).append(o)
+                self._pinned_on.setdefault(o.node, []).append(o)
             elif o.kind == "DaemonSet":
                 self._daemonsets[o.state].append(o)
             else:
@@ -158,6 +160,38 @@ class _Judge:
             self._cluster[state] = tuple(self._one(o, "") for o in self._shared[state])
         return self._cluster[state]
 
+    def pass_key(self, order: Sequence[str]) -> tuple[object, ...]:
+        """What every node's walk reads alike (``walk_memo``)."""
+        daemonsets = []
+        for objs in self._daemonsets.values():
+            for obj in objs:
+                live, current = self._daemonset(obj)
+                facts = None if live is None else (live.uid, live.template_generation, live.update_strategy)
+                daemonsets.append((facts, current))
+        return (
+            self._wanted.states,
+            self._wanted.kernel_groups,
+            tuple(daemonsets),
+            tuple(self.cluster(state) for state in order),
+            self._seen.retries,
+            self._upgrading is None,
+        )
+
+    def node_key(self, node: str, *, reset: bool) -> walk_memo.NodeKey:
+        """What only ``node``'s walk reads (``walk_memo``)."""
+        seen = self._seen
+        pods = seen.pods_by_node.get(node, ())
+        named = tuple(seen.pod(self._refs[id(o)][1]) for o in self._pinned_on.get(node, ()))
+        logs = seen.logs
+        return (
+            reset,
+            self._upgrading is not None and node in self._upgrading,
+            pods,
+            named,
+            tuple(logs.get(p.uid) for p in pods) if logs else (),
+            tuple(logs.get(p.uid) for p in named if p is not None) if logs else (),
+        )
+
     def on_node(self, state: str, node: str) -> list[readiness.Verdict]:
         group = self._wanted.kernel_groups.get(node)
         placed = self._placed.get((state, group))
@@ -196,8 +230,21 @@ def walk(
         for state in order
     }
     complete = progress.Phase.COMPLETE
+    pass_key = judge.pass_key(order)
+    last = seen.walk_memo if seen.walk_memo.usable(wanted.objects, pass_key) else walk_memo.EMPTY
+    remembered: dict[str, walk_memo.Remembered] = {}
     for node in wanted.nodes:
+        key = judge.node_key(node, reset=node in reset)
+        known = last.recall(node, key)
+        if known is not None:  # nothing this node's walk reads changed since the last
+            remembered[node] = known
+            logs.update(known.logs)
+            for state, ns in known.states.items():
+                phases[state][ns.phase] += 1
+            nodes[node] = dict(known.states)
+            continue
         states: dict[str, progress.NodeState] = {}
+        needed: list[progress.LogRequest] = []
         if node in reset:
             states = dict.fromkeys(order, was_reset)
         else:
@@ -209,9 +256,14 @@ def walk(
                 verdicts = judge.on_node(state, node)
                 for verdict in verdicts:
                     if verdict.logs_needed:
-                        logs.update(verdict.logs_needed)
+                        needed.extend(verdict.logs_needed)
                 states[state] = _combine(verdicts)
+        logs.update(needed)
+        remembered[node] = walk_memo.Remembered(key=key, states=dict(states), logs=tuple(needed))
         for state, ns in states.items():
             phases[state][ns.phase] += 1
         nodes[node] = states
-    return progress.Walk(order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases)
+    memo = walk_memo.Memo(objects=wanted.objects, key=pass_key, nodes=remembered)
+    return progress.Walk(
+        order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo
+    )

@@ -1,0 +1,67 @@
+"""What one walk hands the next, so a node whose inputs did not change is not walked again.
+
+At a thousand nodes a pass comes every second or so while the fleet converges, and in
+each only a tenth of the nodes changed: a pod started, a log tail was read. Walking every
+node every pass made the walk the largest part of the planner's time. So the walk keeps,
+per node, what it read and what it found, and the next walk reuses a node's phases when
+everything it would read again is equal:
+
+* for the whole pass (``pass_key``): the desired objects (the same objects: a render is
+  reused while its inputs hold), the kernel groups, the states, each DaemonSet's uid,
+  template generation, update strategy and current revision, each state's cluster-wide
+  verdicts, the retry bookkeeping, and whether an upgrade is walking;
+* for each node (``node_key``): whether it is reset or upgrading, the sro pods on it, the
+  per-node pods named for it wherever they run, and the log tails read of all of these.
+
+Pods are the cache's own records, replaced (never modified) when they change, so an
+unchanged pod compares by identity, at once. Anything else changes the key and the node
+is walked as before; the result is the same either way (``tests/unit/plan``: a walk with
+the memo equals one without, pass after pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from sro.model import desired, progress
+
+NodeKey = tuple[object, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Remembered:
+    """One node's inputs and what the walk found there."""
+
+    key: NodeKey
+    states: Mapping[str, progress.NodeState]
+    logs: tuple[progress.LogRequest, ...]
+
+
+def _no_nodes() -> Mapping[str, Remembered]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memo:
+    """A walk's memory: the pass's inputs and every node's (``walk.walk`` makes it)."""
+
+    objects: tuple[desired.DesiredObject, ...] = ()
+    key: tuple[object, ...] = ()
+    nodes: Mapping[str, Remembered] = field(default_factory=_no_nodes)
+
+    def usable(self, objects: Sequence[desired.DesiredObject], key: tuple[object, ...]) -> bool:
+        """Whether this memo was made from the same objects (the same instances) and pass inputs."""
+        return (
+            len(self.objects) == len(objects)
+            and all(a is b for a, b in zip(self.objects, objects, strict=True))
+            and self.key == key
+        )
+
+    def recall(self, node: str, key: NodeKey) -> Remembered | None:
+        known = self.nodes.get(node)
+        return known if known is not None and known.key == key else None
+
+
+EMPTY = Memo()

@@ -1,0 +1,122 @@
+"""A walk that reuses the last walk's memory finds what a walk from scratch finds.
+
+Randomised worlds stepped the way a converging fleet steps: pods appear, become ready,
+fail, are replaced; log tails arrive; nodes are reset; a DaemonSet's template moves on.
+At every step the walk with the memo must equal the walk without it, and a node whose
+inputs did not change must be recalled, not walked again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+from builders import K1, K2, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
+
+from sro.model import desired, views
+from sro.plan import observed, walk, walk_memo
+
+NODES = [f"n{i}" for i in range(8)]
+GROUPS = {n: (K1 if i % 2 else K2) for i, n in enumerate(NODES)}
+CHANGES = ("driver", "driver-ready", "log", "validate", "validate-done", "plugin", "gone", "reset")
+
+
+def _recipe() -> desired.DesiredState:
+    driver_k1 = ds("driver-k1", "state-driver", group=K1, logs="driver loaded")
+    driver_k2 = ds("driver-k2", "state-driver", group=K2, logs="driver loaded")
+    validate = node_pods("validate", "state-validation", NODES)
+    plugin = ds("plugin", "state-plugin")
+    config = obj("ConfigMap", "settings", "state-plugin")
+    return wanted(
+        states("state-driver", "state-validation", "state-plugin"),
+        [driver_k1, driver_k2, *validate, plugin, config],
+        NODES,
+        groups=GROUPS,
+    )
+
+
+def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, object]) -> None:
+    """Change a few things, as one second of a converging fleet would."""
+    pods: dict[str, views.PodView] = world["pods"]  # type: ignore[assignment]
+    logs: dict[str, dict[str, str]] = world["logs"]  # type: ignore[assignment]
+    by_name = {o.ref.name: o for o in want.objects}
+    for _ in range(rng.randint(0, 4)):
+        n = rng.choice(NODES)
+        what = rng.choice(
+            ("driver", "driver-ready", "log", "validate", "validate-done", "plugin", "gone", "reset")
+        )
+        driver = by_name["driver-k1" if GROUPS[n] is K1 else "driver-k2"]
+        generation = int(world["generation"])  # type: ignore[call-overload]
+        if what == "driver":
+            pods[f"d-{n}"] = ds_pod(driver, n, ready=False, generation=generation)
+        elif what == "driver-ready":
+            pods[f"d-{n}"] = ds_pod(driver, n, ready=True, generation=generation)
+        elif what == "log":
+            logs[ds_pod(driver, n, generation=generation).uid] = {
+                "main": rng.choice(("...", "driver loaded"))
+            }
+        elif what == "validate":
+            pods[f"v-{n}"] = bare_pod(by_name[f"validate-{n}"], phase="Running")
+        elif what == "validate-done":
+            pods[f"v-{n}"] = bare_pod(by_name[f"validate-{n}"], phase=rng.choice(("Succeeded", "Failed")))
+        elif what == "plugin":
+            pods[f"p-{n}"] = ds_pod(by_name["plugin"], n, ready=rng.random() < 0.7)
+        elif what == "gone":
+            pods.pop(rng.choice([k for k in pods if k.endswith(n)] or [""]), None)
+        else:
+            world["reset"] = frozenset(rng.sample(NODES, rng.randint(0, 2)))
+    if rng.random() < 0.05:
+        world["generation"] = int(world["generation"]) + 1  # type: ignore[call-overload]
+
+
+def _observe(want: desired.DesiredState, world: dict[str, object], memo: walk_memo.Memo) -> observed.Observed:
+    generation = int(world["generation"])  # type: ignore[call-overload]
+    lives = [
+        live(o, generation=generation) if o.kind == "DaemonSet" else live(o)
+        for o in want.objects
+        if o.node is None
+    ]
+    logs = {uid: dict(tails) for uid, tails in world["logs"].items()}  # type: ignore[attr-defined]
+    return seen(
+        [node(n) for n in NODES],
+        objects=lives,
+        pods=world["pods"].values(),  # type: ignore[attr-defined]
+        logs=logs,
+        walk_memo=memo,
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_walk_with_the_memo_equals_one_without(seed: int) -> None:
+    rng = random.Random(seed)
+    want = _recipe()
+    world: dict[str, object] = {"pods": {}, "logs": {}, "reset": frozenset(), "generation": 1}
+    memo = walk_memo.EMPTY
+    recalled_total = 0
+    for _ in range(40):
+        _step(rng, want, world)
+        reset = world["reset"]
+        assert isinstance(reset, frozenset)
+        with_memo = walk.walk(want, _observe(want, world, memo), reset=reset)
+        fresh = walk.walk(want, _observe(want, world, walk_memo.EMPTY), reset=reset)
+        assert with_memo.nodes == fresh.nodes
+        assert with_memo.logs_needed == fresh.logs_needed
+        assert {s: dict(c) for s, c in with_memo.phases.items()} == {
+            s: dict(c) for s, c in fresh.phases.items()
+        }
+        assert isinstance(with_memo.memo, walk_memo.Memo)
+        recalled_total += sum(
+            1 for n in NODES if memo.nodes.get(n) is not None and with_memo.memo.nodes[n] is memo.nodes[n]
+        )
+        memo = with_memo.memo
+    assert recalled_total > 0, "unchanged nodes are recalled, not walked again"
+
+
+def test_other_objects_make_the_memo_unusable() -> None:
+    want = _recipe()
+    first = walk.walk(want, _observe(want, {"pods": {}, "logs": {}, "generation": 1}, walk_memo.EMPTY))
+    assert isinstance(first.memo, walk_memo.Memo)
+    copied = dataclasses.replace(want, objects=tuple(dataclasses.replace(o) for o in want.objects))
+    assert first.memo.usable(want.objects, first.memo.key)
+    assert not first.memo.usable(copied.objects, first.memo.key)
