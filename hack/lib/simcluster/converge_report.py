@@ -30,10 +30,18 @@ def table(figures: Mapping[str, Any]) -> str:
     rows: list[tuple[str, str]] = [
         ("git revision", f["revision"]),
         ("nodes / kernels", f"{f['nodes']} GPU nodes over {f['kernels']} kernels"),
-        ("floor: objects posted / pods", f"{f['floor']['objects']} objects, {f['floor']['pods']} pods"),
-        ("floor: all pods Ready/Succeeded", f"{f['floor']['seconds']:.1f} s"),
-        ("sro: SpecialResource Ready", f"{f['sro']['seconds']:.1f} s"),
-        ("sro / floor", f"{f['ratio']:.2f}x"),
+    ]
+    if "floor" in f:
+        rows += [
+            ("floor: objects posted / pods", f"{f['floor']['objects']} objects, {f['floor']['pods']} pods"),
+            ("floor: all pods Ready/Succeeded", f"{f['floor']['seconds']:.1f} s"),
+        ]
+    rows += [
+        (
+            "sro: SpecialResource Ready",
+            f"NOT READY: {f['not_ready']}" if "not_ready" in f else f"{f['sro']['seconds']:.1f} s",
+        ),
+        ("sro / floor", f"{f['ratio']:.2f}x" if "ratio" in f else "(no floor measured)"),
         ("sro CPU during convergence", f"{f['sro']['cpu_seconds']:.1f} CPU-s"),
         ("sro peak RSS", f"{f['sro']['peak_rss_mb']:.0f} MB"),
         (
@@ -97,21 +105,25 @@ def plot(figures: Mapping[str, Any], path: Path) -> bool:
     except ImportError:
         return False
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), sharex=True)
-    floor = figures["floor"]["curve"]
-    left.step(
-        [t for t, _ in floor], [n for _, n in floor], where="post", color="black", label="floor: pods done"
-    )
-    left.set_title(f"floor: {figures['floor']['pods']} pods, {figures['floor']['seconds']:.1f} s")
+    if "floor" in figures:
+        floor = figures["floor"]["curve"]
+        left.step(
+            [t for t, _ in floor],
+            [n for _, n in floor],
+            where="post",
+            color="black",
+            label="floor: pods done",
+        )
+        left.set_title(f"floor: {figures['floor']['pods']} pods, {figures['floor']['seconds']:.1f} s")
+        right.axvline(figures["floor"]["seconds"], color="black", linestyle="--", label="floor done")
     left.set_xlabel("seconds")
     left.set_ylabel("pods Ready/Succeeded")
     left.legend(loc="lower right")
     for state, curve in figures["sro"]["curves"].items():
         right.step([t for t, _ in curve], [n for _, n in curve], where="post", label=state)
-    right.axvline(figures["floor"]["seconds"], color="black", linestyle="--", label="floor done")
     right.axvline(figures["sro"]["seconds"], color="red", linestyle=":", label="sro Ready")
-    right.set_title(
-        f"sro: nodes per state ready, Ready at {figures['sro']['seconds']:.1f} s ({figures['ratio']:.2f}x)"
-    )
+    ratio = f" ({figures['ratio']:.2f}x)" if "ratio" in figures else ""
+    right.set_title(f"sro: nodes per state ready, Ready at {figures['sro']['seconds']:.1f} s{ratio}")
     right.set_xlabel("seconds")
     right.set_ylabel("nodes")
     right.legend(loc="lower right", fontsize="small")

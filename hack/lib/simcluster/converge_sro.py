@@ -208,6 +208,14 @@ def _note(
             curves[state].append((time.monotonic() - started, len(ready[state])))
 
 
+class NotReady(TimeoutError):
+    """The SpecialResource was not Ready in time; ``curves`` is how far each state got."""
+
+    def __init__(self, message: str, *, curves: dict[str, list[tuple[float, int]]]) -> None:
+        super().__init__(message)
+        self.curves = curves
+
+
 async def converge(
     client: kube.Kube, body: JSON, *, states: Sequence[str], total: int, within: float
 ) -> tuple[float, dict[str, list[tuple[float, int]]]]:
@@ -228,7 +236,7 @@ async def converge(
             if status.get("phase") == "Ready" and status.get("ready") == f"{total}/{total}":
                 return time.monotonic() - started, curves
             if time.monotonic() - started > within:
-                raise TimeoutError(f"not Ready after {within:g}s: {status.get('state')}")
+                raise NotReady(f"not Ready after {within:g}s: {status.get('state')}", curves=curves)
             await asyncio.sleep(0.1)
     finally:
         stop.set()
