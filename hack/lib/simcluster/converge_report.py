@@ -116,9 +116,9 @@ def plot(figures: Mapping[str, Any], path: Path) -> bool:
         )
         left.set_title(f"floor: {figures['floor']['pods']} pods, {figures['floor']['seconds']:.1f} s")
         right.axvline(figures["floor"]["seconds"], color="black", linestyle="--", label="floor done")
+        left.legend(loc="lower right")
     left.set_xlabel("seconds")
     left.set_ylabel("pods Ready/Succeeded")
-    left.legend(loc="lower right")
     for state, curve in figures["sro"]["curves"].items():
         right.step([t for t, _ in curve], [n for _, n in curve], where="post", label=state)
     right.axvline(figures["sro"]["seconds"], color="red", linestyle=":", label="sro Ready")
