@@ -85,7 +85,7 @@ async def execute(
             limit=limit,
         )
         # The pods of states that just opened on a node, now that it shows their labels.
-        ready = planner.followers(planned.follow, written.labels)
+        ready = writes.unsent(planner.followers(planned.follow, written.labels), sr=sr, sent=sent)
         followed = await apply(tuple(o for o in ready if o.state not in applied.blocked_states))
         return writes.merged(applied, followed), written.failures
 

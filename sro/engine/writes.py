@@ -43,6 +43,21 @@ class WriteReport:
     blocked_states: frozenset[str] = frozenset()
 
 
+def unsent(
+    objects: Sequence[desired.DesiredObject],
+    *,
+    sr: sr_model.SpecialResource,
+    sent: Mapping[desired.ObjectRef, tuple[str, int]],
+) -> tuple[desired.DesiredObject, ...]:
+    """``objects`` this process has not applied with the same body before. For the pods
+    that follow a node's label patch: while a watch stalls, every pass patches the node
+    again and would apply its pod again, although the pod is there; once the caches show
+    the labels and the pod, the regular path (``apply_objects``) takes over."""
+    return tuple(
+        o for o in objects if (sent.get(o.ref) or ("", 0))[0] != diff.desired_hash(owned_body(o.body, sr))
+    )
+
+
 def merged(first: WriteReport, second: WriteReport) -> WriteReport:
     """Two reports of one pass as one."""
     return WriteReport(
