@@ -12,7 +12,8 @@ here does I/O or reads a clock.
                before); a per-node pod only where its state is open *and* the node
                already carries the labels of its ``after`` states (the pod is pinned by
                ``nodeName``, so the kubelet, not the scheduler, checks its required
-               affinity and would fail it: the pod follows the labels one pass later);
+               affinity and would fail it; one whose labels this pass sets is in
+               ``follow``);
                never a failed pod waiting for its retry; at most ``PASS_WRITES`` per-node
                objects a pass (and as many ``node_labels``), the next pass at once;
   ``follow``   per-node objects whose node gets the missing ``after`` labels in this very

@@ -150,8 +150,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             operator.profiled()
             during = converge_sro.diff(operator.requests(), before)
             steps = {
-                step: (seconds - steps0.get(step, (0.0, 0))[0], count - steps0.get(step, (0.0, 0))[1])
-                for step, (seconds, count) in operator.step_seconds().items()
+                step: (spent - steps0.get(step, (0.0, 0))[0], passes - steps0.get(step, (0.0, 0))[1])
+                for step, (spent, passes) in operator.step_seconds().items()
             }
             cpu = operator.cpu_seconds() - cpu0
             writes = [
@@ -178,13 +178,13 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 "curves": curves,
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
             }
-            if "floor" in figures and "not_ready" not in figures:
-                figures["ratio"] = seconds / figures["floor"]["seconds"]
-                print(f"sro: Ready in {seconds:.1f}s ({figures['ratio']:.2f}x the floor)", flush=True)
-            elif "not_ready" not in figures:
-                print(f"sro: Ready in {seconds:.1f}s", flush=True)
             if "not_ready" in figures:
                 return figures
+            if "floor" in figures:
+                figures["ratio"] = seconds / figures["floor"]["seconds"]
+                print(f"sro: Ready in {seconds:.1f}s ({figures['ratio']:.2f}x the floor)", flush=True)
+            else:
+                print(f"sro: Ready in {seconds:.1f}s", flush=True)
             if args.idle > 0:
                 idle0, cpu1, t0 = operator.requests(), operator.cpu_seconds(), time.time()
                 await asyncio.sleep(args.idle)  # the idle window is the measurement itself
