@@ -1,52 +1,175 @@
 """Where the API server is and how to prove who we are.
 
-kubernetes-asyncio parses kubeconfigs and the in-cluster service account; sro uses
-only its ``Configuration`` and the aiohttp session its ``ApiClient`` builds (TLS
-client certificates are already in that session's SSL context). Both loaders are
-given ``client_configuration=`` so the library's global default is never touched.
-Bearer tokens are not in the session: ``sro.kube.http`` sends them per request,
-through ``bearer_token`` (which refreshes a projected token file when it changes).
+``load`` turns the settings into an ``Endpoint``: the server's address, the TLS context
+(the CA to trust, a client certificate if the user has one), the proxy, and the
+``Credentials`` that give each request its ``Authorization`` header. It reads the
+kubeconfig (``sro.kube.kubeconfig``) or, in a pod given none, the service account.
+``sro.kube.http`` builds its one session from the endpoint.
 """
 
 from __future__ import annotations
 
+import base64
+import ipaddress
 import os
+import ssl
+import tempfile
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
-from kubernetes_asyncio import config as kconfig
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
 
 from sro import errors
 from sro import settings as settings_
+from sro.kube import credentials, kubeconfig
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+SERVICE_TOKEN_FILENAME = str(SERVICE_ACCOUNT / "token")
+SERVICE_CA_FILENAME = str(SERVICE_ACCOUNT / "ca.crt")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """One API server and how to talk to it."""
+
+    host: str
+    tls: ssl.SSLContext | None  # None: plain http (a local test server)
+    server_hostname: str | None  # the name the certificate is checked against, if not the host's
+    proxy: str | None
+    credentials: credentials.Credentials
 
 
 def in_cluster() -> bool:
-    return (
-        bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-        and Path(kconfig.incluster_config.SERVICE_TOKEN_FILENAME).exists()
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(SERVICE_TOKEN_FILENAME).exists()
+
+
+async def load(settings: settings_.ApiSettings) -> Endpoint:
+    """The endpoint of the given kubeconfig, else in-cluster, else the default kubeconfig."""
+    path = kubeconfig_path(settings)
+    if path is None:
+        return _in_cluster()
+    check(settings)
+    chosen = kubeconfig.choose(kubeconfig.merged(path), context=settings.context)
+    try:
+        return await _from_kubeconfig(chosen, path=path)
+    except ssl.SSLError as exc:
+        raise errors.UsageError(f"kubeconfig {path!r}: TLS material: {' '.join(str(exc).split())}") from None
+    except OSError as exc:  # a file it names is missing or unreadable
+        raise errors.UsageError(f"kubeconfig {path!r}: {' '.join(str(exc).split())}") from None
+
+
+def _in_cluster() -> Endpoint:
+    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            host = f"[{host}]"
+    except ValueError:
+        pass
+    server = f"https://{host}:{port}"
+    tls = ssl.create_default_context(cafile=SERVICE_CA_FILENAME)
+    return Endpoint(
+        host=server,
+        tls=tls,
+        server_hostname=None,
+        proxy=env_proxy(server),
+        credentials=credentials.TokenFile(SERVICE_TOKEN_FILENAME),
     )
 
 
-async def load(settings: settings_.ApiSettings) -> Any:
-    """A fresh ``Configuration``: the given kubeconfig, else in-cluster, else the default kubeconfig."""
-    cfg = Configuration()
-    path = kubeconfig_path(settings)
-    if path is None:
-        kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    else:
-        check(settings)
-        try:
-            await kconfig.load_kube_config(
-                config_file=path, context=settings.context, client_configuration=cfg, persist_config=False
+async def _from_kubeconfig(chosen: kubeconfig.Chosen, *, path: str) -> Endpoint:
+    cluster, user = chosen.cluster, chosen.user
+    server = cluster.text("server").rstrip("/")
+    if not server:
+        raise errors.UsageError(f"kubeconfig {path!r}: context {chosen.context!r}: the cluster has no server")
+    scheme = urllib.parse.urlsplit(server).scheme
+    if scheme not in ("https", "http"):
+        raise errors.UsageError(
+            f"kubeconfig {path!r}: server {server!r} is not an https:// or http:// address"
+        )
+    if user.body.get("username") or user.body.get("password"):
+        raise errors.UsageError(
+            f"kubeconfig {path!r}: user of context {chosen.context!r} uses basic authentication, "
+            "which Kubernetes no longer offers"
+        )
+    creds = await _credentials(chosen, path=path)
+    tls = None
+    if scheme == "https":
+        tls = _tls(cluster)
+        cert, key = user.path("client-certificate"), user.path("client-key")
+        cert_data, key_data = user.text("client-certificate-data"), user.text("client-key-data")
+        if isinstance(creds, credentials.ExecPlugin):  # a plugin may answer with a certificate
+            status = await creds.status()
+            cert_data = str(status.get("clientCertificateData") or cert_data)
+            key_data = str(status.get("clientKeyData") or key_data)
+        if cert or cert_data:
+            _client_certificate(tls, cert=cert, key=key, cert_data=cert_data, key_data=key_data)
+    return Endpoint(
+        host=server,
+        tls=tls,
+        server_hostname=cluster.text("tls-server-name") or None,
+        proxy=cluster.text("proxy-url") or env_proxy(server),
+        credentials=creds,
+    )
+
+
+async def _credentials(chosen: kubeconfig.Chosen, *, path: str) -> credentials.Credentials:
+    user = chosen.user
+    if user.body.get("auth-provider"):
+        return await credentials.LibraryProvider.load(path, context=chosen.context)
+    spec = user.body.get("exec")
+    if spec:
+        if not isinstance(spec, dict):
+            raise errors.UsageError(
+                f"kubeconfig {path!r}: exec of context {chosen.context!r} is not a mapping"
             )
-        except (kconfig.ConfigException, OSError, ValueError) as exc:
-            # A certificate file it names is missing, a field is malformed: the loader's words.
-            raise errors.UsageError(f"kubeconfig {path!r}: {' '.join(str(exc).split())}") from None
-    cfg.connection_pool_maxsize = settings.pool_size
-    return cfg
+        return credentials.ExecPlugin(spec, base=user.base, cluster=chosen.cluster.body)
+    if user.text("token"):
+        return credentials.Token(user.text("token"))
+    if user.text("tokenFile"):
+        return credentials.TokenFile(user.path("tokenFile"))
+    return credentials.NoToken()
+
+
+def _tls(cluster: kubeconfig.Entry) -> ssl.SSLContext:
+    ca, ca_data = cluster.path("certificate-authority"), cluster.text("certificate-authority-data")
+    # Given a CA, trust that CA alone; given none, the system's.
+    tls = ssl.create_default_context(cafile=ca or None, cadata=_pem(ca_data).decode() if ca_data else None)
+    if cluster.body.get("insecure-skip-tls-verify") is True:
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE
+    return tls
+
+
+def _client_certificate(tls: ssl.SSLContext, *, cert: str, key: str, cert_data: str, key_data: str) -> None:
+    if not cert_data and not key_data:
+        tls.load_cert_chain(cert, keyfile=key or None)
+        return
+    # The ssl module loads a certificate and key only from files: a private directory
+    # holds them for the moment it takes.
+    with tempfile.TemporaryDirectory(prefix="sro-tls-") as tmp:
+        cert_file, key_file = Path(tmp) / "cert.pem", Path(tmp) / "key.pem"
+        cert_file.write_bytes(_pem(cert_data) if cert_data else Path(cert).read_bytes())
+        key_file.write_bytes(_pem(key_data) if key_data else Path(key).read_bytes())
+        tls.load_cert_chain(str(cert_file), keyfile=str(key_file))
+
+
+def _pem(data: str) -> bytes:
+    """PEM material from a ``*-data`` field: base64 in a kubeconfig, plain PEM from an exec plugin."""
+    if "-----BEGIN" in data:
+        return data.encode()
+    try:
+        return base64.b64decode(data, validate=False)
+    except ValueError as exc:
+        raise ssl.SSLError(f"not base64: {exc}") from None
+
+
+def env_proxy(host: str) -> str | None:
+    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY`` name for the API server (``NO_PROXY`` kept)."""
+    parts = urllib.parse.urlsplit(host)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 def kubeconfig_path(settings: settings_.ApiSettings) -> str | None:
@@ -57,13 +180,12 @@ def kubeconfig_path(settings: settings_.ApiSettings) -> str | None:
         return explicit
     if in_cluster():
         return None
-    return _default_kubeconfig()
+    return str(kubeconfig.DEFAULT.expanduser())
 
 
 def check(settings: settings_.ApiSettings) -> None:
     """Refuse, in one line, a kubeconfig that is missing or names no usable context, before
-    anything else starts (the loader's own errors are a logged warning, then a misleading
-    "Expected key current-context" about the empty config it made of nothing)."""
+    anything else starts."""
     path = kubeconfig_path(settings)
     if path is None:
         if settings.context:
@@ -72,72 +194,11 @@ def check(settings: settings_.ApiSettings) -> None:
                 "service account; give --kubeconfig)"
             )
         return
-    names = [p for p in path.split(os.pathsep) if p]
     what = "--kubeconfig" if settings.kubeconfig else "KUBECONFIG" if os.environ.get("KUBECONFIG") else ""
-    if not any(Path(p).expanduser().is_file() for p in names):
+    if not any(p.is_file() for p in kubeconfig.paths(path)):
         if what:
             raise errors.UsageError(f"{what} {path!r} is not a readable file")
         raise errors.UsageError(
             f"no KUBECONFIG, not in a pod, and the default kubeconfig {path!r} is not a readable file"
         )
-    contexts: dict[str, Any] = {}
-    clusters: set[str] = set()
-    current = ""
-    for name in names:  # merged as the loader merges them: first entry of a name wins
-        body = _read(Path(name).expanduser())
-        for entry in _entries(body, "contexts"):
-            contexts.setdefault(str(entry.get("name")), entry.get("context") or {})
-        clusters.update(str(entry.get("name")) for entry in _entries(body, "clusters"))
-        current = str(body.get("current-context") or "") if "current-context" in body else current
-    context = settings.context or current
-    if not context:
-        hint = f": pass --context (one of {_listed(contexts)})" if contexts else " and no context"
-        raise errors.UsageError(f"kubeconfig {path!r} has no current-context{hint}")
-    if context not in contexts:
-        raise errors.UsageError(
-            f"kubeconfig {path!r} has no context {context!r} (it has {_listed(contexts)})"
-        )
-    cluster = str(contexts[context].get("cluster") or "") if isinstance(contexts[context], dict) else ""
-    if cluster not in clusters:
-        raise errors.UsageError(
-            f"kubeconfig {path!r}: context {context!r} names no known cluster ({cluster!r})"
-        )
-
-
-def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        body = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise errors.UsageError(
-            f"kubeconfig {str(path)!r} cannot be read: {' '.join(str(exc).split())}"
-        ) from None
-    if not isinstance(body, dict):
-        raise errors.UsageError(f"kubeconfig {str(path)!r} is not a mapping")
-    return body
-
-
-def _entries(body: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    found = body.get(key) or []
-    return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
-
-
-def _listed(names: Any) -> str:
-    return ", ".join(sorted(names)) or "none"
-
-
-def _default_kubeconfig() -> str:
-    return str(Path(KUBE_CONFIG_DEFAULT_LOCATION).expanduser())
-
-
-async def bearer_token(cfg: Any) -> str | None:
-    """The ``Authorization`` header value, if this configuration uses a token.
-
-    ``get_api_key_with_prefix`` runs the loader's refresh hook first, which re-reads
-    an in-cluster projected token when it is due.
-    """
-    if "BearerToken" not in (cfg.api_key or {}) and cfg.refresh_api_key_hook is None:
-        return None
-    value = await cfg.get_api_key_with_prefix("BearerToken")
-    return str(value) if value else None
+    kubeconfig.choose(kubeconfig.merged(path), context=settings.context)

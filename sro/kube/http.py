@@ -1,4 +1,4 @@
-"""Raw JSON requests and watch streams over kubernetes-asyncio's authenticated session.
+"""Raw JSON requests and watch streams over one authenticated session.
 
 No generated models on the hot path: bodies are dicts. Every request has a connect
 and a read timeout; every stream a read timeout (``sock_read``), because a
@@ -18,7 +18,6 @@ import functools
 import json
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -26,7 +25,6 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 import tenacity
-from kubernetes_asyncio.client import ApiClient
 
 import sro
 from sro import errors
@@ -113,24 +111,16 @@ def _never(exc: BaseException) -> bool:
     return False
 
 
-def _own_session(pool: aiohttp.ClientSession) -> aiohttp.ClientSession:
-    """A session over kubernetes-asyncio's connections that reads no ``~/.netrc``.
+def _session(endpoint: kconfig.Endpoint, *, pool_size: int) -> aiohttp.ClientSession:
+    """The one session every request and watch goes through.
 
-    Its own session trusts the environment, and aiohttp then looks ``~/.netrc`` up on an
-    executor thread for every request sent without an ``auth`` argument: every request
-    of ours (the token goes in a header), a thread hop each for nothing. The environment's
-    proxy is still honoured, resolved once (``_env_proxy``)."""
-    return aiohttp.ClientSession(
-        connector=pool.connector, connector_owner=False, trust_env=False, read_bufsize=2**21
-    )
-
-
-def _env_proxy(host: str) -> str | None:
-    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY`` name for the API server (``NO_PROXY`` kept)."""
-    parts = urllib.parse.urlsplit(host)
-    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
-        return None
-    return urllib.request.getproxies().get(parts.scheme)
+    It does not trust the environment: aiohttp would then look ``~/.netrc`` up on an
+    executor thread for every request sent without an ``auth`` argument (every request
+    of ours: the token goes in a header), a thread hop each for nothing. The proxy, the
+    kubeconfig's or the environment's, is resolved once (``kconfig.load``). Watch events
+    of large objects can exceed aiohttp's default read buffer (etcd takes 1.5 MiB)."""
+    connector = aiohttp.TCPConnector(limit=pool_size, ssl=endpoint.tls if endpoint.tls is not None else False)
+    return aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=2**21)
 
 
 class Api:
@@ -141,16 +131,19 @@ class Api:
     """
 
     def __init__(
-        self, *, cfg: Any, settings: settings_.ApiSettings, metrics: ApiMetrics | None = None
+        self,
+        *,
+        endpoint: kconfig.Endpoint,
+        settings: settings_.ApiSettings,
+        metrics: ApiMetrics | None = None,
     ) -> None:
         self.settings = settings
         self.metrics: ApiMetrics = metrics or _NoMetrics()
-        self._cfg = cfg
-        self._client = ApiClient(cfg)
-        self._session = _own_session(self._client.rest_client.pool_manager)
-        self._proxy = _env_proxy(str(cfg.host))
-        self._server_hostname: str | None = self._client.rest_client.server_hostname
-        self.host = str(cfg.host).rstrip("/")
+        self._credentials = endpoint.credentials
+        self._session = _session(endpoint, pool_size=settings.pool_size)
+        self._proxy = endpoint.proxy
+        self._server_hostname = endpoint.server_hostname
+        self.host = endpoint.host.rstrip("/")
         self._host_label = urllib.parse.urlsplit(self.host).netloc  # rest_client_requests_total's host
         self._limiter = limiter.RequestLimiter(
             qps=settings.qps, burst=settings.burst, max_in_flight=settings.max_in_flight
@@ -158,11 +151,10 @@ class Api:
 
     @classmethod
     async def connect(cls, settings: settings_.ApiSettings, *, metrics: ApiMetrics | None = None) -> Api:
-        return cls(cfg=await kconfig.load(settings), settings=settings, metrics=metrics)
+        return cls(endpoint=await kconfig.load(settings), settings=settings, metrics=metrics)
 
     async def close(self) -> None:
         await self._session.close()
-        await self._client.close()
 
     async def __aenter__(self) -> Api:
         return self
@@ -174,7 +166,7 @@ class Api:
         headers = {"Accept": accept, "User-Agent": USER_AGENT}
         if content_type:
             headers["Content-Type"] = content_type
-        token = await kconfig.bearer_token(self._cfg)
+        token = await self._credentials.header()
         if token:
             headers["Authorization"] = token
         return headers

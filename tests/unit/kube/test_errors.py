@@ -71,7 +71,7 @@ def test_transient_errors_are_marked_so() -> None:
 
 def test_a_500_for_a_patch_the_server_cannot_type_is_permanent_and_not_retried() -> None:
     message = (
-        'failed to create typed patch object (sro-x/driver; apps/v1, Kind=DaemonSet): '
+        "failed to create typed patch object (sro-x/driver; apps/v1, Kind=DaemonSet): "
         '.spec.template.spec.containers[name="driver"].imagePullPolicyy: field not declared in schema'
     )
     err = kerrors.from_response(500, status(500, "InternalError", message=message))
