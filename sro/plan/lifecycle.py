@@ -285,11 +285,29 @@ def closed_pods(
         if obj.node is None or obj.kind != "Pod":
             continue
         pod = seen.pod(walked.ref(obj))
-        if pod is None or pod.deleting or walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
+        states = walked.nodes.get(obj.node, {})
+        if pod is None or pod.deleting or states.get(obj.state, _PENDING).open:
             continue
-        reason = f"{obj.state} is not open on {obj.node}: its pod runs again when it opens"
+        why = _why_closed(walked.order, states)
+        reason = f"{obj.state} is not open on {obj.node}{why}: its pod runs again when it opens"
         deletions.append(Deletion(ref=walked.ref(obj), uid=pod.uid, reason=reason))
     return tuple(deletions)
+
+
+def _why_closed(order: Sequence[str], states: Mapping[str, progress.NodeState]) -> str:
+    """What holds a node's later states closed: its first open state not complete (a pod
+    not ready, a log not matched...), else the reason of its first Pending state (a reset);
+    the log line of a deletion says it, so an unexpected one can be traced to its cause."""
+    for name in order:
+        ns = states.get(name, _PENDING)
+        if ns.open and ns.phase is not progress.Phase.COMPLETE:
+            return (
+                f" ({name} is {ns.phase.value}: {ns.reason})"
+                if ns.reason
+                else f" ({name} is {ns.phase.value})"
+            )
+    first = next((states[n] for n in order if n in states and not states[n].open), None)
+    return f" ({first.reason})" if first is not None and first.reason else ""
 
 
 def fresh_enough(deletion: Deletion, seen: observed_.Observed) -> bool:

@@ -177,8 +177,12 @@ def test_a_replaced_driver_pod_resets_the_later_states_on_that_node_only() -> No
             lifecycle.complete_label(SR): None,
         }
     }
-    assert [(d.ref.name, d.reason.split(":")[0]) for d in p.delete] == [
-        ("validate-n1", "state-validation is not open on n1")
+    assert [(d.ref.name, d.reason) for d in p.delete] == [
+        (
+            "validate-n1",
+            "state-validation is not open on n1 (state-driver is Progressing: pod driver-n1 not ready): "
+            "its pod runs again when it opens",
+        )
     ]
     assert p.status["state"] == "Progressing: state-driver 2/3 nodes"
 
@@ -267,7 +271,11 @@ def test_a_kernel_change_moves_the_node_to_its_new_group_and_deletes_the_empty_g
     gone = world.step()
     assert [(d.ref.name, d.reason) for d in gone.delete] == [
         ("driver-k1", "no longer desired"),
-        ("validate-n1", "state-validation is not open on n1: its pod runs again when it opens"),
+        (
+            "validate-n1",
+            "state-validation is not open on n1 (kernel changed: the node walks the states again): "
+            "its pod runs again when it opens",
+        ),
     ]
     assert [e.reason for e in gone.events] == [events.KERNEL_GROUP_REMOVED, events.OBJECTS_REMOVED]
     assert "DaemonSet/gpu-ns/driver-k1" in gone.events[-1].message
