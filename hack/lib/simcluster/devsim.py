@@ -5,7 +5,9 @@ decisions need another object: whether a pod fails depends on its *node* (broken
 whether its image exists depends on the cluster's list of missing images, and a
 device plugin makes devices appear on its node. This process watches pods, nodes and
 that list, and records each decision as pod annotations the Stages select on
-(see hack/kwok/README.md), or patches the node's capacity. It is started by
+(see hack/kwok/README.md), or patches the node's capacity; and it puts back the pod
+readiness a node controller took while the node's heartbeats lagged, as a kubelet does
+(``pod_readiness``). It is started by
 ``hack/cluster up`` and stopped by ``down``.
 """
 
@@ -17,10 +19,10 @@ import fnmatch
 import json
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
-from simcluster import controlplane, inventory, kube, layout, node_images
+from simcluster import controlplane, inventory, kube, layout, node_images, pod_readiness
 
 SIM = inventory.SIM
 ADMITTED = f"{SIM}/admitted"
@@ -126,6 +128,7 @@ class Simulator:
         self.node_queue: asyncio.Queue[str] = asyncio.Queue()
         self.node_dirty: set[str] = set()
         self.images = node_images.NodeImages()
+        self.readiness = pod_readiness.Restorer(client)
 
     # --- nodes -------------------------------------------------------------
     def on_node(self, kind: str, node: dict[str, Any]) -> None:
@@ -134,6 +137,7 @@ class Simulator:
             self.nodes.pop(name, None)
             return
         self.nodes[name] = node
+        self.readiness.on_node(node)
         if node_devices(node):
             self.mark_node(name)
 
@@ -171,6 +175,7 @@ class Simulator:
         node = pod.get("spec", {}).get("nodeName")
         annotations = meta.get("annotations") or {}
         self.images.on_pod(kind, pod)
+        self.readiness.on_pod(kind, pod, node=self.nodes.get(node or ""))
         if is_device_plugin(pod):
             before = self.plugin_node.pop(uid, None)
             if before is not None:
@@ -317,49 +322,6 @@ class Simulator:
                 self.mark_node(name)
 
 
-async def informer(
-    client: kube.Kube,
-    path: str,
-    handle: Callable[[str, dict[str, Any]], None],
-    *,
-    synced: asyncio.Event,
-    reset: Callable[[], None] | None = None,
-) -> None:
-    """List, then watch from the list's resourceVersion; relist on 410; reconnect on errors."""
-    rv = ""
-    while True:
-        try:
-            if not rv:
-                listed = await client.get(path, request_seconds=120)
-                if reset is not None:
-                    reset()
-                for item in listed.get("items", []):
-                    handle("ADDED", item)
-                rv = listed["metadata"]["resourceVersion"]
-                synced.set()
-            async for event in client.watch(path, resource_version=rv):
-                obj = event.get("object", {})
-                if event["type"] == "ERROR":
-                    if obj.get("code") == 410:
-                        rv = ""
-                    break
-                rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                if event["type"] != "BOOKMARK":
-                    handle(event["type"], obj)
-        except kube.ApiError as e:
-            if e.status == 410:
-                rv = ""
-            else:
-                log.warning("%s: %s", path, e)
-                await asyncio.sleep(1)
-        except (OSError, TimeoutError, ValueError) as e:
-            log.warning("%s: watch interrupted (%s); resuming", path, e)
-            await asyncio.sleep(0.5)
-        except Exception as e:  # aiohttp errors and anything unexpected: never give up
-            log.warning("%s: %r; resuming", path, e)
-            await asyncio.sleep(1)
-
-
 async def serve(run: layout.RunDir) -> None:
     state = controlplane.State.load(run)
     if state is None:
@@ -376,24 +338,26 @@ async def serve(run: layout.RunDir) -> None:
             sim.plugin_node.clear()
             sim.blocked.clear()
             sim.images.clear()
+            sim.readiness.marked.clear()
             for name in sim.nodes:
                 sim.mark_node(name)
 
         synced = [asyncio.Event() for _ in range(3)]
         ns, cm = MISSING_IMAGES
         watches: list[Awaitable[None]] = [
-            informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0], reset=sim.nodes.clear),
-            informer(
+            kube.informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0], reset=sim.nodes.clear),
+            kube.informer(
                 client,
                 f"/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{cm}",
                 sim.on_missing_images,
                 synced=synced[1],
             ),
-            informer(client, "/api/v1/pods", sim.on_pod, synced=synced[2], reset=reset_pods),
+            kube.informer(client, "/api/v1/pods", sim.on_pod, synced=synced[2], reset=reset_pods),
         ]
         tasks = [asyncio.ensure_future(w) for w in watches]
         tasks += [asyncio.ensure_future(sim.admit_worker()) for _ in range(16)]
         tasks += [asyncio.ensure_future(sim.node_worker()) for _ in range(8)]
+        tasks += [asyncio.ensure_future(sim.readiness.worker()) for _ in range(4)]
         for event in synced:
             await event.wait()
         await asyncio.to_thread((run.root / "devsim.ready").write_text, "ready\n")

@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from simcluster import layout, pki
 
 if TYPE_CHECKING:
     import aiohttp
+
+log = logging.getLogger("simcluster.kube")
 
 
 def _aiohttp() -> Any:
@@ -147,3 +150,46 @@ class Kube:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield json.loads(line)
+
+
+async def informer(
+    client: Kube,
+    path: str,
+    handle: Callable[[str, dict[str, Any]], None],
+    *,
+    synced: asyncio.Event,
+    reset: Callable[[], None] | None = None,
+) -> None:
+    """List, then watch from the list's resourceVersion; relist on 410; reconnect on errors."""
+    rv = ""
+    while True:
+        try:
+            if not rv:
+                listed = await client.get(path, request_seconds=120)
+                if reset is not None:
+                    reset()
+                for item in listed.get("items", []):
+                    handle("ADDED", item)
+                rv = listed["metadata"]["resourceVersion"]
+                synced.set()
+            async for event in client.watch(path, resource_version=rv):
+                obj = event.get("object", {})
+                if event["type"] == "ERROR":
+                    if obj.get("code") == 410:
+                        rv = ""
+                    break
+                rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                if event["type"] != "BOOKMARK":
+                    handle(event["type"], obj)
+        except ApiError as e:
+            if e.status == 410:
+                rv = ""
+            else:
+                log.warning("%s: %s", path, e)
+                await asyncio.sleep(1)
+        except (OSError, TimeoutError, ValueError) as e:
+            log.warning("%s: watch interrupted (%s); resuming", path, e)
+            await asyncio.sleep(0.5)
+        except Exception as e:  # aiohttp errors and anything unexpected: never give up
+            log.warning("%s: %r; resuming", path, e)
+            await asyncio.sleep(1)
