@@ -284,9 +284,11 @@ def closed_pods(
     for obj in wanted.objects:
         if obj.node is None or obj.kind != "Pod":
             continue
-        pod = seen.pod(walked.ref(obj))
         states = walked.nodes.get(obj.node, {})
-        if pod is None or pod.deleting or states.get(obj.state, _PENDING).open:
+        if states.get(obj.state, _PENDING).open:
+            continue
+        pod = seen.pod(walked.ref(obj))
+        if pod is None or pod.deleting:
             continue
         why = _why_closed(walked.order, states)
         reason = f"{obj.state} is not open on {obj.node}{why}: its pod runs again when it opens"

@@ -170,6 +170,8 @@ def _to_apply(
         if obj.node is not None:
             if not walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
                 continue
+            if obj.kind == "Pod" and seen.pod(walked.ref(obj)) is not None:
+                continue  # made already (most of them, once a node has walked): see below
             node = seen.nodes.get(obj.node)
             # Its labels come first: a pinned pod is refused by a node without them.
             missing = _missing(wanted.sr_name, node.labels if node else {}, after.get(obj.state, ()))
@@ -307,7 +309,10 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         rollout.node_changes,
     )
     setting = {c.node: c.labels for c in node_labels[:PASS_WRITES]}
-    started = {o.state for o in wanted.objects if walked.ref(o) in seen.objects}  # opened before
+    started: set[str] = set()  # states opened before: one object of each in the cluster is enough
+    for o in wanted.objects:
+        if o.state not in started and walked.ref(o) in seen.objects:
+            started.add(o.state)
     now_, later = _to_apply(wanted, seen, walked, setting=setting, started=started)
     restored = tuple(rollout.restore.get(o.ref, o) for o in now_)  # a rollback
     allowed = {o.ref for o in images.withhold((*restored, *(f.obj for f in later)), verdict)}

@@ -20,6 +20,7 @@ Kept apart from the walk so the rollback (``upgrade_rollback``) and the status
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -107,8 +108,20 @@ class Record:
 
 def record(node: views.NodeView, sr_name: str) -> Record:
     """The node's record (an unreadable one reads as none)."""
+    return _parsed(node.annotations.get(annotation(sr_name), ""))
+
+
+_NONE = Record()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Record:
+    """A record's annotation read; every node of a pass asks, and most carry none or the
+    same few (the cache keeps the planner from parsing thousands of them every pass)."""
+    if not text:
+        return _NONE
     try:
-        raw = json.loads(node.annotations.get(annotation(sr_name), "") or "{}")
+        raw = json.loads(text)
     except ValueError:
         raw = {}
     if not isinstance(raw, dict):
