@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import pod_readiness
+from simcluster import pod_deletion, pod_readiness
 
 pytestmark = pytest.mark.unit
 
@@ -65,3 +65,18 @@ def test_a_pod_marked_on_a_node_that_reports_is_restored_at_once() -> None:
     restorer.on_pod("DELETED", _pod(ready="False"), node=_node("True"))
     restorer.on_node(_node("True"))
     assert restorer.queue.empty()
+
+
+def test_a_pod_being_deleted_is_deleted_by_its_uid_once() -> None:
+    finisher = pod_deletion.Finisher(client=None)  # type: ignore[arg-type]  # no request is sent here
+    pod = _pod(ready="True", deleting=True)
+    finisher.on_pod("MODIFIED", pod)
+    finisher.on_pod("MODIFIED", pod)  # seen again before the worker got to it: still once
+    assert finisher.queue.get_nowait() == ("ns", "p", "u1")
+    assert finisher.queue.empty()
+    finisher.on_pod("MODIFIED", _pod(ready="True"))  # not being deleted
+    unscheduled = _pod(ready="False", deleting=True)
+    unscheduled["spec"] = {}
+    finisher.on_pod("MODIFIED", unscheduled)
+    assert finisher.queue.empty()
+    assert pod_deletion.options("u1")["preconditions"] == {"uid": "u1"}

@@ -6,8 +6,9 @@ whether its image exists depends on the cluster's list of missing images, and a
 device plugin makes devices appear on its node. This process watches pods, nodes and
 that list, and records each decision as pod annotations the Stages select on
 (see hack/kwok/README.md), or patches the node's capacity; and it puts back the pod
-readiness a node controller took while the node's heartbeats lagged, as a kubelet does
-(``pod_readiness``). It is started by
+readiness a node controller took while the node's heartbeats lagged, and finishes the
+deletion of pods being deleted, each by its uid, as a kubelet does (``pod_readiness``,
+``pod_deletion``). It is started by
 ``hack/cluster up`` and stopped by ``down``.
 """
 
@@ -22,7 +23,7 @@ import signal
 from collections.abc import Awaitable
 from typing import Any
 
-from simcluster import controlplane, inventory, kube, layout, node_images, pod_readiness
+from simcluster import controlplane, inventory, kube, layout, node_images, pod_deletion, pod_readiness
 
 SIM = inventory.SIM
 ADMITTED = f"{SIM}/admitted"
@@ -129,6 +130,7 @@ class Simulator:
         self.node_dirty: set[str] = set()
         self.images = node_images.NodeImages()
         self.readiness = pod_readiness.Restorer(client)
+        self.deletion = pod_deletion.Finisher(client)
 
     # --- nodes -------------------------------------------------------------
     def on_node(self, kind: str, node: dict[str, Any]) -> None:
@@ -176,6 +178,7 @@ class Simulator:
         annotations = meta.get("annotations") or {}
         self.images.on_pod(kind, pod)
         self.readiness.on_pod(kind, pod, node=self.nodes.get(node or ""))
+        self.deletion.on_pod(kind, pod)
         if is_device_plugin(pod):
             before = self.plugin_node.pop(uid, None)
             if before is not None:
@@ -358,6 +361,7 @@ async def serve(run: layout.RunDir) -> None:
         tasks += [asyncio.ensure_future(sim.admit_worker()) for _ in range(16)]
         tasks += [asyncio.ensure_future(sim.node_worker()) for _ in range(8)]
         tasks += [asyncio.ensure_future(sim.readiness.worker()) for _ in range(4)]
+        tasks += [asyncio.ensure_future(sim.deletion.worker()) for _ in range(8)]
         for event in synced:
             await event.wait()
         await asyncio.to_thread((run.root / "devsim.ready").write_text, "ready\n")
