@@ -67,7 +67,12 @@ def _in_cluster() -> Endpoint:
     except ValueError:
         pass
     server = f"https://{host}:{port}"
-    tls = ssl.create_default_context(cafile=SERVICE_CA_FILENAME)
+    try:
+        tls = ssl.create_default_context(cafile=SERVICE_CA_FILENAME)
+    except OSError as exc:  # ssl.SSLError included: a CA file that is not a certificate
+        raise errors.UsageError(
+            f"in a pod, the service account's CA {SERVICE_CA_FILENAME}: {' '.join(str(exc).split())}"
+        ) from None
     return Endpoint(
         host=server,
         tls=tls,

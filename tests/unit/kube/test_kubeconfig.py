@@ -292,3 +292,19 @@ def test_an_exec_plugin_that_is_not_there_names_its_hint(tmp_path: Path) -> None
     )
     with pytest.raises(errors.UsageError, match=r"install it from example\.com"):
         asyncio.run(plugin.header())
+
+
+def test_in_cluster_reads_the_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, _ = _pair()
+    (tmp_path / "ca.crt").write_bytes(cert)
+    (tmp_path / "token").write_text("sa-token\n")
+    monkeypatch.setattr(config, "SERVICE_CA_FILENAME", str(tmp_path / "ca.crt"))
+    monkeypatch.setattr(config, "SERVICE_TOKEN_FILENAME", str(tmp_path / "token"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    endpoint = config._in_cluster()
+    assert endpoint.host == "https://[fd00::1]:6443"
+    assert asyncio.run(endpoint.credentials.header()) == "Bearer sa-token"
+    monkeypatch.setattr(config, "SERVICE_CA_FILENAME", str(tmp_path / "missing.crt"))
+    with pytest.raises(errors.UsageError, match="service account's CA"):
+        config._in_cluster()
