@@ -6,8 +6,8 @@ projection is the only place that knows the raw shape of the object.
 
 At 5,000 nodes the caches hold 40,000 pods: the views have slots (no per-instance dict),
 and the strings many of them repeat (label keys and values, owners, node names, phases)
-are interned, so each is stored once however many views carry it. That halves a pod's
-view (about 1.8 KB to 0.9 KB); unique strings (names, uids) are kept as they come.
+are interned, so each is stored once however many views carry it. That takes a pod's
+view from about 1.8 KB to 0.7 KB; unique strings (names, uids) are kept as they come.
 """
 
 from __future__ import annotations

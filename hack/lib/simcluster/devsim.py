@@ -23,7 +23,16 @@ import signal
 from collections.abc import Awaitable
 from typing import Any
 
-from simcluster import controlplane, inventory, kube, layout, node_images, pod_deletion, pod_readiness
+from simcluster import (
+    controlplane,
+    inventory,
+    kube,
+    layout,
+    node_images,
+    pod_deletion,
+    pod_readiness,
+    pod_work,
+)
 
 SIM = inventory.SIM
 ADMITTED = f"{SIM}/admitted"
@@ -299,19 +308,15 @@ class Simulator:
 
     # --- workers -----------------------------------------------------------
     async def admit_worker(self) -> None:
-        while True:
-            namespace, name, uid = await self.admit_queue.get()
-            try:
-                if uid.startswith("recheck:"):
-                    await self.recheck(namespace, name)
-                else:
-                    await self.admit(namespace, name, uid)
-            except Exception:
-                log.exception("pod %s/%s: admission failed; retrying", namespace, name)
-                await asyncio.sleep(1)
-                self.admit_queue.put_nowait((namespace, name, uid))
-                continue
-            self.admitting.discard(uid)
+        await pod_work.worker(
+            self.admit_queue, self.admit_or_recheck, failed="admission failed", done=self.admitting.discard
+        )
+
+    async def admit_or_recheck(self, namespace: str, name: str, uid: str) -> None:
+        if uid.startswith("recheck:"):
+            await self.recheck(namespace, name)
+        else:
+            await self.admit(namespace, name, uid)
 
     async def node_worker(self) -> None:
         while True:

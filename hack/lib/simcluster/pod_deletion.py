@@ -15,12 +15,9 @@ removes the pod once they are gone.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
-from simcluster import kube
-
-log = logging.getLogger("devsim.deletion")
+from simcluster import kube, pod_work
 
 
 def deleting(pod: dict[str, Any]) -> bool:
@@ -42,7 +39,7 @@ class Finisher:
 
     def __init__(self, client: kube.Kube) -> None:
         self.client = client
-        self.queue: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue()
+        self.queue: asyncio.Queue[pod_work.PodKey] = asyncio.Queue()
         self.queued: set[str] = set()
 
     def on_pod(self, kind: str, pod: dict[str, Any]) -> None:
@@ -54,21 +51,13 @@ class Finisher:
             self.queue.put_nowait((meta["namespace"], meta["name"], meta["uid"]))
 
     async def worker(self) -> None:
-        while True:
-            namespace, name, uid = await self.queue.get()
-            try:
-                await self.client.request(
-                    "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body=options(uid)
-                )
-            except kube.ApiError as e:
-                if e.status not in (404, 409):  # gone, or a newer pod of that name: nothing to do
-                    log.warning("pod %s/%s: delete failed (%s); retrying", namespace, name, e)
-                    await asyncio.sleep(1)
-                    self.queue.put_nowait((namespace, name, uid))
-                    continue
-            except Exception:
-                log.exception("pod %s/%s: delete failed; retrying", namespace, name)
-                await asyncio.sleep(1)
-                self.queue.put_nowait((namespace, name, uid))
-                continue
-            self.queued.discard(uid)
+        await pod_work.worker(self.queue, self.finish, failed="delete failed", done=self.queued.discard)
+
+    async def finish(self, namespace: str, name: str, uid: str) -> None:
+        try:
+            await self.client.request(
+                "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body=options(uid)
+            )
+        except kube.ApiError as e:
+            if e.status not in (404, 409):  # gone, or a newer pod of that name: nothing to do
+                raise

@@ -19,7 +19,7 @@ import datetime
 import logging
 from typing import Any
 
-from simcluster import kube
+from simcluster import kube, pod_work
 
 log = logging.getLogger("devsim.readiness")
 
@@ -53,7 +53,7 @@ class Restorer:
     def __init__(self, client: kube.Kube) -> None:
         self.client = client
         self.marked: dict[str, dict[str, tuple[str, str]]] = {}  # node -> uid -> (namespace, name)
-        self.queue: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue()
+        self.queue: asyncio.Queue[pod_work.PodKey] = asyncio.Queue()
 
     def on_pod(self, kind: str, pod: dict[str, Any], *, node: dict[str, Any] | None) -> None:
         meta = pod["metadata"]
@@ -73,14 +73,7 @@ class Restorer:
                 self.queue.put_nowait((namespace, name, uid))
 
     async def worker(self) -> None:
-        while True:
-            namespace, name, uid = await self.queue.get()
-            try:
-                await self.restore(namespace, name, uid)
-            except Exception:
-                log.exception("pod %s/%s: Ready not restored; retrying", namespace, name)
-                await asyncio.sleep(1)
-                self.queue.put_nowait((namespace, name, uid))
+        await pod_work.worker(self.queue, self.restore, failed="Ready not restored")
 
     async def restore(self, namespace: str, name: str, uid: str) -> None:
         path = f"/api/v1/namespaces/{namespace}/pods/{name}"
