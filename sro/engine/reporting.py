@@ -11,6 +11,7 @@ something no step expected.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,37 @@ FOREIGN_SAID_PER_PASS = 10
 """New foreign objects said in one pass (each is an Event POST); the rest wait for later passes."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Written:
+    """A status this engine wrote: what the cache showed then, what was written, and the
+    resourceVersion the write returned (0 if the server's versions are not numbers)."""
+
+    cached: Mapping[str, Any]
+    status: Mapping[str, Any]
+    version: int
+
+
+def newest_status(body: Mapping[str, Any], written: Written | None) -> Mapping[str, Any]:
+    """The status of SpecialResource ``body`` as of this engine's last write ``written``.
+
+    The cached object is older than that write when its resourceVersion is lower: then
+    the status written is the truth, whatever the cache shows, including a status older
+    still that the watch delivers late (two writes in quick succession: the cache shows
+    the first after the second was sent; judged by content alone it would look new, and
+    the second write's transition would be made, and announced, again). Without numeric
+    versions, the cache lags while it still shows what it showed when the write was made.
+    """
+    cached: Mapping[str, Any] = body.get("status") or {}
+    if written is None:
+        return cached
+    version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+    if written.version and version.isdigit():
+        return written.status if int(version) < written.version else cached
+    if not summary.status_changed(cached, written.cached) and summary.status_changed(cached, written.status):
+        return written.status
+    return cached
+
+
 class Reporter:
     """Status and Events of SpecialResources, each said once (see module docstring)."""
 
@@ -41,28 +73,19 @@ class Reporter:
         self._status = status
         self._clock = clock
         self._foreign_noted: set[tuple[str, str, str]] = set()
-        # name -> (the status the cache showed when this engine last wrote, what it wrote)
-        self._written: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._written: dict[str, Written] = {}  # name -> this engine's last status write
 
     def forget(self, name: str) -> None:
         """The SpecialResource is gone: nothing of it to remember."""
         self._written.pop(name, None)
 
     def previous(self, name: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The status this SpecialResource has now: the cache's, unless the cache still shows
-        what was there before this engine's last write (a reconcile can run before the watch
-        brings that write back), in which case the status written. Without this, a burst of
-        reconciles right after a transition would write the status and post its Events twice.
-        """
-        cached: Mapping[str, Any] = body.get("status") or {}
-        memo = self._written.get(name)
-        if (
-            memo is not None
-            and not summary.status_changed(cached, memo[0])
-            and summary.status_changed(cached, memo[1])
-        ):
-            return memo[1]
-        return cached
+        """The status this SpecialResource has now: the cache's, unless the cache has not yet
+        shown this engine's last status write (a reconcile can run before the watch brings
+        it back), in which case the status written (``newest_status``). Without this, a
+        burst of reconciles right after a transition would write the status and post its
+        Events twice."""
+        return newest_status(body, self._written.get(name))
 
     async def conclude(
         self,
@@ -77,7 +100,11 @@ class Reporter:
         """Status first (only if changed), then the Events that status records; the requeue."""
         written = await self._status.write_status(name=name, current=previous, status=status)
         if written:
-            self._written[name] = (dict(body.get("status") or {}), dict(status))
+            self._written[name] = Written(
+                cached=dict(body.get("status") or {}),
+                status=dict(status),
+                version=self._status.written_version(name),
+            )
         if written and events_:
             uid = str((body.get("metadata") or {}).get("uid", ""))
             await self._status.emit(sr_name=name, sr_uid=uid, events_=events_)

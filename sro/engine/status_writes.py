@@ -57,6 +57,12 @@ class StatusWriter:
         # label, a finalizer) between a pass and its retry changes the version, and the
         # retried pass would post its Events again under new names.
         self._transitions: dict[str, str] = {}
+        self._versions: dict[str, int] = {}  # name -> resourceVersion its last status write returned
+
+    def written_version(self, name: str) -> int:
+        """The resourceVersion the last status write to ``name`` returned; 0 if none (or not
+        a number: versions are compared only where the API server hands out integers)."""
+        return self._versions.get(name, 0)
 
     async def write_status(
         self, *, name: str, current: Mapping[str, Any] | None, status: Mapping[str, Any]
@@ -67,6 +73,7 @@ class StatusWriter:
         answer = await self._writer.apply_status(_ref(name), status)
         version = str((answer.get("metadata") or {}).get("resourceVersion", "") or "")
         self._transitions[name] = summary.fingerprint(status)
+        self._versions[name] = int(version) if version.isdigit() else 0
         log.debug("status written", sr=name, state=status.get("state", ""), resource_version=version)
         return True
 

@@ -40,9 +40,12 @@ async def test_a_frozen_leader_is_replaced_and_sends_nothing_after_the_takeover(
         what = await faults.pause(leader, seconds=PAUSE)
         thawed[leader.user] = time.time()
         # Thawed, it must find out and leave (exit 1); a standby leads instead.
-        await waiting.wait_for(
-            lambda: not leader.alive(), timeout=40, message=f"{leader.user} exits after thaw"
-        )
+        try:
+            await waiting.wait_for(
+                lambda: not leader.alive(), timeout=40, message=f"{leader.user} exits after thaw"
+            )
+        except AssertionError as e:
+            raise AssertionError(f"{e}; its log ends:\n{leader.tail(40)}") from None
         assert leader.proc.returncode == 1, leader.tail()
         new = await fleet.wait_leader(within=40)
         assert new is not leader

@@ -124,8 +124,11 @@ def applies_per_object(writes: Sequence[audit.Write]) -> Counter[tuple[str, str,
     )
 
 
-def driver_replacements(rec: recorder_mod.Recorder, *, round_: lifecycle.Round) -> list[str]:
-    """Nodes whose driver pod was replaced more often than the round's kernel moves asked."""
+def driver_replacements(
+    rec: recorder_mod.Recorder, *, round_: lifecycle.Round, writes: Sequence[audit.Write] = ()
+) -> list[str]:
+    """Nodes whose driver pod was replaced more often than the round's kernel moves asked,
+    each with what tells the cause (``churn``)."""
     moved = Counter(node for r in round_.records for node in r.moved)
     bad = []
     pods = rec.driver_pods(round_.name)
@@ -133,8 +136,32 @@ def driver_replacements(rec: recorder_mod.Recorder, *, round_: lifecycle.Round) 
         seen = pods.get(node, [])
         allowed = 1 + moved[node]
         if not 1 <= len(seen) <= allowed:
-            bad.append(f"{node}: {len(seen)} driver pods (allowed {allowed}): {[s.uid for s in seen]}")
+            bad.append(f"{node}: {len(seen)} driver pods (allowed {allowed}): {churn(seen, writes)}")
     return bad
+
+
+def churn(seen: Sequence[recorder_mod.Seen], writes: Sequence[audit.Write]) -> str:
+    """Of pods replaced too often: their DaemonSets, how long they lived, their last phase,
+    who deleted them (the audit log, by pod name) and the first few UIDs."""
+    names = {(s.body.get("metadata") or {}).get("name", "") for s in seen}
+    owners = Counter(
+        o.get("name", "?")
+        for s in seen
+        for o in (s.body.get("metadata") or {}).get("ownerReferences") or ()
+        if o.get("kind") == "DaemonSet"
+    )
+    lives = sorted(s.gone_at - s.first_seen for s in seen if s.gone_at is not None)
+    phases = Counter((s.body.get("status") or {}).get("phase", "?") for s in seen)
+    deleters = Counter(
+        f"{w.user} ({w.code})"
+        for w in writes
+        if w.resource == "pods" and w.verb == "delete" and w.name in names
+    )
+    life = f"lived p50 {lives[len(lives) // 2]:.1f} s" if lives else "none gone"
+    return (
+        f"DaemonSets {dict(owners)}, {life}, last phases {dict(phases)}, deleted by {dict(deleters)}, "
+        f"first {[s.uid for s in seen[:3]]}"
+    )
 
 
 def ds_pod_creations(writes: Sequence[audit.Write], *, round_: lifecycle.Round) -> int:
@@ -162,7 +189,14 @@ def repeated_events(events: Sequence[dict[str, Any]], *, round_: lifecycle.Round
             for e in events
             if start <= recorder_mod._aware(e.get("eventTime") or e["metadata"]["creationTimestamp"]) < end
         )
-        bad += [f"{record.phase}: {reason} {note!r} x{n}" for (reason, note), n in in_phase.items() if n > 1]
+        for (reason, note), n in in_phase.items():
+            if n > 1:
+                which = [
+                    f"{e['metadata'].get('name')} at {e.get('eventTime')} by {e.get('reportingInstance')}"
+                    for e in events
+                    if (e.get("reason", ""), e.get("note", "")) == (reason, note)
+                ]
+                bad.append(f"{record.phase}: {reason} {note!r} x{n}: {which}")
     return bad
 
 
@@ -185,7 +219,8 @@ def judge(
     problems += [f"Lease held by no process of this test: {u}" for u in unknown]
     created = 0
     for round_ in rounds:
-        problems += [f"round {round_.number}: {p}" for p in driver_replacements(rec, round_=round_)]
+        replaced = driver_replacements(rec, round_=round_, writes=everything)
+        problems += [f"round {round_.number}: {p}" for p in replaced]
         n = ds_pod_creations(everything, round_=round_)
         created += n
         allowed = len(round_.nodes) + sum(len(r.moved) for r in round_.records)
