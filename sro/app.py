@@ -247,7 +247,12 @@ def build(settings: settings_.Settings) -> manager.Manager:
         configmaps=lambda: m.store("v1", "ConfigMap", namespace=operator_namespace).values(),
         namespace=operator_namespace,
     )
-    m.watch_primary(*PRIMARY)
+    engine: reconciler.Engine | None = None
+
+    def own_status(view: Any) -> bool:
+        return engine is not None and engine.status_is_own(view.name, view.body)
+
+    m.watch_primary(*PRIMARY, own_status=own_status)
     m.watch_mapped(
         "v1",
         "ConfigMap",
@@ -260,7 +265,6 @@ def build(settings: settings_.Settings) -> manager.Manager:
     m.watch_nodes(_NodeKeys(m, library))
     kinds = _Kinds(m)
     images = _image_checks(settings, m)
-    engine: reconciler.Engine | None = None
 
     async def reconcile(key: handlers.QueueKey) -> result.Result:
         nonlocal engine

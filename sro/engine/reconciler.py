@@ -113,6 +113,11 @@ class Engine:
         self.state_nodes: dict[str, Mapping[str, Mapping[progress.Phase, int]]] = {}
         """name -> state -> phase -> nodes, from the last walk (the per-state node gauge)."""
 
+    def status_is_own(self, name: str, body: Mapping[str, Any]) -> bool:
+        """Whether SpecialResource ``body`` shows a status this engine wrote (see
+        ``status_writes.StatusWriter.is_own``): the watch need not wake a reconcile for it."""
+        return self._status.is_own(name, body)
+
     async def reconcile(self, key: str) -> float | None:
         body = self._reader.special_resource(key)
         if body is None:

@@ -78,6 +78,7 @@ class Reporter:
     def forget(self, name: str) -> None:
         """The SpecialResource is gone: nothing of it to remember."""
         self._written.pop(name, None)
+        self._status.forget(name)
 
     def previous(self, name: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         """The status this SpecialResource has now: the cache's, unless the cache has not yet

@@ -58,11 +58,31 @@ class StatusWriter:
         # retried pass would post its Events again under new names.
         self._transitions: dict[str, str] = {}
         self._versions: dict[str, int] = {}  # name -> resourceVersion its last status write returned
+        # name -> statuses this writer sent or is sending: what their watch events bring back
+        self._sent: dict[str, list[Mapping[str, Any]]] = {}
 
     def written_version(self, name: str) -> int:
         """The resourceVersion the last status write to ``name`` returned; 0 if none (or not
         a number: versions are compared only where the API server hands out integers)."""
         return self._versions.get(name, 0)
+
+    def forget(self, name: str) -> None:
+        """SpecialResource ``name`` is gone: nothing of its writes to remember."""
+        for memory in (self._transitions, self._versions, self._sent):
+            memory.pop(name, None)
+
+    def is_own(self, name: str, body: Mapping[str, Any]) -> bool:
+        """Whether the status of SpecialResource ``body`` is one this writer wrote: its last
+        write or the one on its way, coming back through the watch, or anything older than
+        its last write. Such a change needs no reconcile. A status someone else wrote
+        after it (a former leader's write that was on the wire when its lease ran out, a
+        hand edit) does: the reconcile writes the true status back."""
+        status: Mapping[str, Any] = body.get("status") or {}
+        if any(not summary.status_changed(status, sent) for sent in self._sent.get(name, ())):
+            return True
+        version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        written = self._versions.get(name, 0)
+        return bool(written) and version.isdigit() and int(version) < written
 
     async def write_status(
         self, *, name: str, current: Mapping[str, Any] | None, status: Mapping[str, Any]
@@ -70,7 +90,14 @@ class StatusWriter:
         """Apply ``status`` to SpecialResource ``name`` unless it equals ``current``; True if written."""
         if current is not None and not summary.status_changed(current, status):
             return False
-        answer = await self._writer.apply_status(_ref(name), status)
+        sent = self._sent.setdefault(name, [])
+        sent.append(status)  # its watch event can come before its answer
+        try:
+            answer = await self._writer.apply_status(_ref(name), status)
+        except BaseException:
+            sent.remove(status)
+            raise
+        del sent[:-1]  # the last write alone, from now on
         version = str((answer.get("metadata") or {}).get("resourceVersion", "") or "")
         self._transitions[name] = summary.fingerprint(status)
         self._versions[name] = int(version) if version.isdigit() else 0

@@ -208,15 +208,13 @@ class Api:
         lost may have been carried out: retrying it would do it twice); a 429 is retried
         either way, after the server's Retry-After, unless ``retry_throttled`` is false too
         (an eviction a PodDisruptionBudget refuses is a 429 that is an answer, not a load
-        signal). ``guard`` is called immediately before every attempt and may raise to stop
+        signal). ``guard`` is called immediately before every attempt is sent and may raise to stop
         (a write fenced by the lease: a retry that comes after a long Retry-After must not
         go out once the lease is gone). ``accept`` asks for another JSON form of the answer
         (``METADATA_LIST``: metadata only).
         """
 
         async def send() -> bytes:
-            if guard is not None:
-                guard()
             return await self._once(
                 method,
                 path,
@@ -225,6 +223,7 @@ class Api:
                 content_type=content_type,
                 resource=resource,
                 accept=accept,
+                guard=guard,
             )
 
         answer = await self._retrying(
@@ -300,7 +299,12 @@ class Api:
         content_type: str | None,
         resource: str,
         accept: str = JSON,
+        guard: Callable[[], None] | None = None,
     ) -> bytes:
+        """One attempt. ``guard`` runs after every wait of the attempt (the client's rate
+        limit, the credentials) and right before the request is handed to the connection:
+        a process stopped during a wait (SIGSTOP, a stalled host) finds out when it
+        resumes, before anything is sent, not after."""
         data: bytes | None = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -313,13 +317,16 @@ class Api:
             async with self._limiter.slot() as waited:
                 if waited > 0:
                     self.metrics.api_limited(verb=method, host=self._host_label, seconds=waited)
+                headers = await self._headers(content_type, accept=accept)
+                if guard is not None:
+                    guard()
                 started = time.monotonic()
                 async with self._session.request(
                     method,
                     self.host + path,
                     params=params,
                     data=data,
-                    headers=await self._headers(content_type, accept=accept),
+                    headers=headers,
                     timeout=timeout,
                     server_hostname=self._server_hostname,
                     proxy=self._proxy,

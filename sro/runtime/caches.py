@@ -56,6 +56,8 @@ class WatchSpec:
     role: Role = Role.OWNED
     mapper: handlers.Mapper | None = field(default=None, compare=False)
     """For ``mapped`` watches: which keys a change concerns."""
+    own_status: handlers.OwnStatus | None = field(default=None, compare=False)
+    """For the primary watch: which status-only changes are this process's own writes."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -221,7 +223,7 @@ class Caches:
 
     def _handler(self, spec: WatchSpec) -> handlers.Handler:
         if spec.role is Role.PRIMARY:
-            return handlers.primary(self._enqueue)
+            return handlers.primary(self._enqueue, own_status=spec.own_status)
         if spec.role is Role.MAPPED and spec.mapper is not None:
             return handlers.mapped(self._enqueue, spec.mapper)
         if spec.role is Role.NODES:

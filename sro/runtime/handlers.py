@@ -3,7 +3,7 @@
 Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
 
 * ``primary``: a primary object's change enqueues its own key (its name; "ns/name"
-  for a namespaced primary), unless only its status changed.
+  for a namespaced primary), unless only its status changed, to one this process wrote.
 * ``owned``: an owned object's change enqueues its owner, read from the label
   ``sro.dev/owner`` of the old and of the new object (both: an object moving between
   owners concerns both). A namespaced primary owns objects in its own namespace, so
@@ -55,15 +55,22 @@ def _beyond_status(view: Any) -> object:
     return ({k: v for k, v in body.items() if k not in ("status", "metadata")}, meta)
 
 
-def primary(enqueue: Enqueue) -> Handler:
-    """A primary's change enqueues it, except a change of its status alone: that is the
-    reconcile's own output coming back (controller-runtime's GenerationChangedPredicate,
-    with labels, annotations, finalizers and deletion still counting), and at a thousand
-    nodes each such pass costs a whole plan for nothing."""
+OwnStatus = Callable[[Any], bool]
+"""Whether a primary's view shows a status this process wrote (``primary``)."""
+
+
+def primary(enqueue: Enqueue, *, own_status: OwnStatus | None = None) -> Handler:
+    """A primary's change enqueues it, except a change of its status alone that
+    ``own_status`` says is the reconcile's own output coming back (controller-runtime's
+    GenerationChangedPredicate, with labels, annotations, finalizers and deletion still
+    counting): at a thousand nodes each such pass costs a whole plan for nothing. A status
+    someone else wrote is enqueued, so the true one is written back; without
+    ``own_status`` every status-only change is taken for the process's own."""
 
     def handle(change: store_.Change[Any]) -> None:
         old, new = change.old, change.new
-        if old is not None and new is not None and _beyond_status(old) == _beyond_status(new):
+        status_only = old is not None and new is not None and _beyond_status(old) == _beyond_status(new)
+        if status_only and (own_status is None or own_status(new)):
             return
         view = new if new is not None else old
         if view is not None:

@@ -105,10 +105,23 @@ class Manager:
 
     # -- registration ---------------------------------------------------------
 
-    def watch_primary(self, api_version: str, kind: str, *, namespace: str = "") -> None:
+    def watch_primary(
+        self,
+        api_version: str,
+        kind: str,
+        *,
+        namespace: str = "",
+        own_status: handlers.OwnStatus | None = None,
+    ) -> None:
+        """Watch the primary kind; ``own_status`` tells the status writes of this process
+        (which need no reconcile) from anyone else's (``handlers.primary``)."""
         self.caches.add(
             caches_.WatchSpec(
-                api_version=api_version, kind=kind, namespace=namespace, role=caches_.Role.PRIMARY
+                api_version=api_version,
+                kind=kind,
+                namespace=namespace,
+                role=caches_.Role.PRIMARY,
+                own_status=own_status,
             )
         )
 

@@ -268,3 +268,32 @@ async def test_a_kind_whose_list_the_server_refuses_is_reported_at_once_never_wa
     finally:
         m.stop()
         assert await asyncio.wait_for(running, 30) == 0
+
+
+async def test_a_write_fenced_while_it_waits_for_the_rate_limit_is_never_sent(
+    cluster: Any, namespace: str
+) -> None:
+    # One request every two seconds: the second waits in the client's own rate limit, and
+    # the lease is lost (the fence closes) during that wait, after the attempt began.
+    slow = settings.ApiSettings(kubeconfig=str(cluster.kubeconfig), qps=0.5, burst=1)
+    fenced = False
+
+    def guard() -> None:
+        if fenced:
+            raise errors.NotLeader("refused: the lease is gone")
+
+    def lose_lease() -> None:
+        nonlocal fenced
+        fenced = True
+
+    async with await http.Api.connect(slow) as api:
+        path = (await discovery.Discovery(api).resource("v1", "ConfigMap")).path(namespace=namespace)
+        await api.request("GET", path)  # takes the one token of the burst
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": namespace}}
+        write = asyncio.ensure_future(api.request("POST", path, body=body, retry=False, guard=guard))
+        asyncio.get_running_loop().call_later(1.0, lose_lease)  # mid-way through the 2 s wait
+        with pytest.raises(errors.NotLeader):
+            await write
+        assert fenced
+        with pytest.raises(errors.NotFound):
+            await api.request("GET", f"{path}/late")

@@ -143,6 +143,16 @@ def test_a_change_of_the_primary_status_alone_enqueues_nothing() -> None:
     assert keys == ["gpu", "gpu", "gpu"]
 
 
+def test_a_status_someone_else_wrote_enqueues_the_primary() -> None:
+    keys: list[str] = []
+    mine = {"state": "Ready"}
+    handle = handlers.primary(keys.append, own_status=lambda view: dict(view.status) == mine)
+    handle(store.Change(_sr(version="1"), _sr(status=mine, version="2")))
+    assert keys == [], "this process's own status write coming back"
+    handle(store.Change(_sr(status=mine, version="2"), _sr(status={"state": "Progressing"}, version="3")))
+    assert keys == ["gpu"], "a stale or hand-written status is written back by a reconcile"
+
+
 def _pod(*, version: str, ready: bool, phase: str = "Running") -> views.PodView:
     return views.PodView(
         namespace="gpu",
