@@ -199,14 +199,19 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             samples = []
             listed = await client.get("/api/v1/nodes", request_seconds=120)
             names = sorted(n["metadata"]["name"] for n in listed["items"])
-            for i in range(args.kernel_changes):
-                node = names[i % len(names)]
-                kernel = f"5.14.0-503.{i}.1.el9_4.x86_64"
-                samples.append(
-                    await converge_sro.kernel_change(
-                        client, sr=sr_body["metadata"]["name"], node=node, kernel=kernel, within=args.timeout
+            sr_name = sr_body["metadata"]["name"]
+            daemonsets = converge_sro.KernelDaemonSets(client, sr=sr_name)
+            try:
+                for i in range(args.kernel_changes):
+                    node = names[i % len(names)]
+                    kernel = f"5.14.0-503.{i}.1.el9_4.x86_64"
+                    samples.append(
+                        await converge_sro.kernel_change(
+                            client, daemonsets, sr=sr_name, node=node, kernel=kernel, within=args.timeout
+                        )
                     )
-                )
+            finally:
+                await daemonsets.stop()
             figures["kernel_changes"] = converge_report.kernel_figures(samples)
         finally:
             code = operator.stop()

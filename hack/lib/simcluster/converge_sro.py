@@ -244,24 +244,56 @@ async def converge(
         await asyncio.gather(watcher, return_exceptions=True)
 
 
+class KernelDaemonSets:
+    """When a DaemonSet of SpecialResource ``sr`` for each kernel was first seen, from a
+    watch: the kernel change's first figure is timed by the API server's own event, not
+    by a poll's period and the poll's requests."""
+
+    def __init__(self, client: kube.Kube, *, sr: str) -> None:
+        self.first_seen: dict[str, float] = {}
+        self.synced = asyncio.Event()
+        self._task = asyncio.ensure_future(
+            kube.informer(
+                client,
+                f"/apis/apps/v1/daemonsets?labelSelector=sro.dev/owner%3D{sr}",
+                self._on,
+                synced=self.synced,
+            )
+        )
+
+    def _on(self, kind: str, ds: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            return
+        now = time.monotonic()
+        selector = ((ds.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector") or {}
+        for value in selector.values():
+            self.first_seen.setdefault(str(value), now)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
 async def kernel_change(
-    client: kube.Kube, *, sr: str, node: str, kernel: str, within: float
+    client: kube.Kube,
+    daemonsets: KernelDaemonSets,
+    *,
+    sr: str,
+    node: str,
+    kernel: str,
+    within: float,
 ) -> tuple[float, float]:
-    """Move ``node`` to ``kernel`` (as NFD reports after a reboot); seconds until a
-    DaemonSet for that kernel exists, and until the node is complete on it again."""
+    """Move ``node`` to ``kernel`` (as NFD reports after a reboot); seconds from the label
+    change until a DaemonSet for that kernel exists, and until the node is complete on it
+    again."""
     annotation = f"sro.dev/kernel.{sr}"
-    started = time.monotonic()
-    await nodes.change_kernel(client, node, kernel=kernel)
+    await daemonsets.synced.wait()
+    started = await nodes.change_kernel(client, node, kernel=kernel)
     ds_at: float | None = None
     while True:
-        if ds_at is None:
-            listed = await client.get(
-                "/apis/apps/v1/daemonsets", params={"labelSelector": f"sro.dev/owner={sr}"}
-            )
-            for ds in listed["items"]:
-                selector = ds["spec"]["template"]["spec"].get("nodeSelector") or {}
-                if kernel in selector.values():
-                    ds_at = time.monotonic() - started
+        seen = daemonsets.first_seen.get(kernel)
+        if ds_at is None and seen is not None:
+            ds_at = max(0.0, seen - started)
         got = await client.get(f"/api/v1/nodes/{node}")
         meta = got["metadata"]
         complete = (meta.get("labels") or {}).get(f"{sr}.sro.dev/complete") == "true"

@@ -75,8 +75,9 @@ async def wait_gone(client: kube.Kube, names: Iterable[str], *, max_seconds: flo
 
 async def change_kernel(
     client: kube.Kube, name: str, *, kernel: str, os_id: str | None = None, os_version: str | None = None
-) -> None:
-    """What NFD and the kubelet publish after a node reboots into another kernel (and maybe OS)."""
+) -> float:
+    """What NFD and the kubelet publish after a node reboots into another kernel (and maybe OS);
+    the ``time.monotonic()`` at which the new labels were sent (what a controller reacts to)."""
     node = await client.get(f"/api/v1/nodes/{name}")
     labels = dict(node["metadata"].get("labels") or {})
     stale = [k for k in labels if k.startswith(f"{inventory.NFD}/kernel-version.")]
@@ -97,4 +98,6 @@ async def change_kernel(
         f"/api/v1/nodes/{name}/status",
         {"status": {"nodeInfo": {k: new_info[k] for k in ("kernelVersion", "bootID", "osImage")}}},
     )
+    sent = time.monotonic()
     await client.patch(f"/api/v1/nodes/{name}", {"metadata": {"labels": patch_labels}})
+    return sent
