@@ -73,16 +73,17 @@ class StatusWriter:
 
     def is_own(self, name: str, body: Mapping[str, Any]) -> bool:
         """Whether the status of SpecialResource ``body`` is one this writer wrote: its last
-        write or the one on its way, coming back through the watch, or anything older than
-        its last write. Such a change needs no reconcile. A status someone else wrote
-        after it (a former leader's write that was on the wire when its lease ran out, a
-        hand edit) does: the reconcile writes the true status back."""
+        write or the one on its way, coming back through the watch (by content, or by the
+        resourceVersion the write returned, should the server have normalised it), or
+        anything older than its last write. Such a change needs no reconcile. A status
+        someone else wrote after it (a former leader's write that was on the wire when its
+        lease ran out, a hand edit) does: the reconcile writes the true status back."""
         status: Mapping[str, Any] = body.get("status") or {}
         if any(not summary.status_changed(status, sent) for sent in self._sent.get(name, ())):
             return True
         version = str((body.get("metadata") or {}).get("resourceVersion", ""))
         written = self._versions.get(name, 0)
-        return bool(written) and version.isdigit() and int(version) < written
+        return bool(written) and version.isdigit() and int(version) <= written
 
     async def write_status(
         self, *, name: str, current: Mapping[str, Any] | None, status: Mapping[str, Any]
