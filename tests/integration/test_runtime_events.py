@@ -137,22 +137,30 @@ async def test_a_status_written_by_someone_else_is_told_from_its_own(
 ) -> None:
     # What lets the watch of SpecialResources skip the echo of sro's own status writes and
     # still wake a reconcile for a status someone else wrote (a former leader's late
-    # write, a hand edit), which that reconcile then writes back.
+    # write, a hand edit), which that reconcile then writes back. The echoes are what the
+    # watch delivers for each write: its status at the resourceVersion the write returned
+    # (read back, another operator of the session could have written since).
     name = specialresource["metadata"]["name"]
+
+    def echo(status: dict[str, Any], version: int) -> dict[str, Any]:
+        meta = {**specialresource["metadata"], "resourceVersion": str(version)}
+        return {**specialresource, "metadata": meta, "status": status}
+
     async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
         statuses = status_writes.StatusWriter(ssa.Writer(api=api, discovery=discovery.Discovery(api)))
         assert not statuses.is_own(name, specialresource), "nothing written yet"
         progressing = {"state": "Progressing", "phase": "Progressing"}
         assert await statuses.write_status(name=name, current=None, status=progressing)
-        first = cluster.kubectl_json("get", "specialresource", name)
+        first = echo(progressing, statuses.written_version(name))
         assert statuses.is_own(name, first)
         ready = {"state": "Ready", "phase": "Ready", "conditions": [ready_since("2026-11-25T01:00:00Z")]}
         assert await statuses.write_status(name=name, current=progressing, status=ready)
-        mine = cluster.kubectl_json("get", "specialresource", name)
-        assert statuses.is_own(name, mine)
+        assert statuses.written_version(name) > int(first["metadata"]["resourceVersion"])
+        assert statuses.is_own(name, echo(ready, statuses.written_version(name)))
         assert statuses.is_own(name, first), "an older write of its own, delivered late"
         stale = '{"status": {"state": "Progressing", "phase": "Progressing", "conditions": null}}'
-        cluster.kubectl("patch", "specialresource", name, "--subresource=status", "--type=merge", "-p", stale)
-        foreign = cluster.kubectl_json("get", "specialresource", name)
+        foreign = cluster.kubectl_json(
+            "patch", "specialresource", name, "--subresource=status", "--type=merge", "-p", stale
+        )
         assert foreign["status"]["state"] == "Progressing"
         assert not statuses.is_own(name, foreign), "the same content it once wrote, but after its last write"
