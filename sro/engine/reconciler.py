@@ -114,8 +114,7 @@ class Engine:
         """name -> state -> phase -> nodes, from the last walk (the per-state node gauge)."""
 
     def status_is_own(self, name: str, body: Mapping[str, Any]) -> bool:
-        """Whether SpecialResource ``body`` shows a status this engine wrote (see
-        ``status_writes.StatusWriter.is_own``): the watch need not wake a reconcile for it."""
+        """Whether ``body`` shows a status this engine wrote (``StatusWriter.is_own``)."""
         return self._status.is_own(name, body)
 
     async def reconcile(self, key: str) -> float | None:

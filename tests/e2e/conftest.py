@@ -3,6 +3,8 @@
 Every test makes its own nodes (an inventory whose pools share a unique group label) and
 its own SpecialResources; ``made`` deletes them after the test (waiting until the operator
 has let each SpecialResource go, so no node label or object leaks into the next test).
+The operator stops after the last end-to-end test, not at the end of the whole run: the
+suites after it make SpecialResources of their own that no operator may touch.
 """
 
 from __future__ import annotations
@@ -41,10 +43,27 @@ def operator(
     recipes.mkdir()
     op = Operator(kubeconfig=cluster.kubeconfig, recipes_dir=recipes, log_dir=base)
     op.start()
+    _STARTED.append(op)
     try:
         yield op
     finally:
         op.stop()
+
+
+_STARTED: list[Operator] = []
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the last end-to-end test of a run, stop the session's operator (its fixture
+    would keep it running through the integration tests, whose SpecialResources it would
+    then reconcile: finalizers, status, Events). After the test's own teardown, since
+    ``made`` waits for the operator to let its SpecialResources go."""
+    yield
+    if nextitem is None or HERE not in Path(str(nextitem.path)).resolve().parents:
+        for op in _STARTED:
+            op.stop()
 
 
 def unique(prefix: str) -> str:
