@@ -26,7 +26,7 @@ import tenacity
 from sro import errors
 from sro.apply import diff
 from sro.kube import discovery, http
-from sro.model import desired
+from sro.model import bodies, desired
 
 log = structlog.get_logger(__name__)
 
@@ -69,10 +69,8 @@ class Writer:
         return self._written.get((api_version, kind), 0)
 
     def _note(self, api_version: str, kind: str, answer: Mapping[str, Any]) -> None:
-        raw = (answer.get("metadata") or {}).get("resourceVersion") if isinstance(answer, Mapping) else None
-        try:
-            version = int(str(raw))
-        except ValueError:
+        version = bodies.version_of(answer) if isinstance(answer, Mapping) else 0
+        if not version:
             return
         key = (api_version, kind)
         self._written[key] = max(self._written.get(key, 0), version)

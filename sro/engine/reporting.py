@@ -20,6 +20,7 @@ import structlog
 
 from sro.cache import projections
 from sro.engine import ports, status_writes
+from sro.model import bodies
 from sro.model import specialresource as sr_model
 from sro.plan import planner
 from sro.status import conditions, events, summary
@@ -55,9 +56,9 @@ def newest_status(body: Mapping[str, Any], written: Written | None) -> Mapping[s
     cached: Mapping[str, Any] = body.get("status") or {}
     if written is None:
         return cached
-    version = str((body.get("metadata") or {}).get("resourceVersion", ""))
-    if written.version and version.isdigit():
-        return written.status if int(version) < written.version else cached
+    version = bodies.version_of(body)
+    if written.version and version:
+        return written.status if version < written.version else cached
     if not summary.status_changed(cached, written.cached) and summary.status_changed(cached, written.status):
         return written.status
     return cached

@@ -26,7 +26,7 @@ import structlog
 
 from sro import errors
 from sro.engine import ports
-from sro.model import desired
+from sro.model import bodies, desired
 from sro.model import specialresource as sr_model
 from sro.status import events, summary
 
@@ -81,9 +81,7 @@ class StatusWriter:
         status: Mapping[str, Any] = body.get("status") or {}
         if any(not summary.status_changed(status, sent) for sent in self._sent.get(name, ())):
             return True
-        version = str((body.get("metadata") or {}).get("resourceVersion", ""))
-        written = self._versions.get(name, 0)
-        return bool(written) and version.isdigit() and int(version) <= written
+        return 0 < bodies.version_of(body) <= self._versions.get(name, 0)
 
     async def write_status(
         self, *, name: str, current: Mapping[str, Any] | None, status: Mapping[str, Any]
@@ -99,10 +97,11 @@ class StatusWriter:
             sent.remove(status)
             raise
         del sent[:-1]  # the last write alone, from now on
-        version = str((answer.get("metadata") or {}).get("resourceVersion", "") or "")
         self._transitions[name] = summary.fingerprint(status)
-        self._versions[name] = int(version) if version.isdigit() else 0
-        log.debug("status written", sr=name, state=status.get("state", ""), resource_version=version)
+        self._versions[name] = bodies.version_of(answer)
+        log.debug(
+            "status written", sr=name, state=status.get("state", ""), resource_version=self._versions[name]
+        )
         return True
 
     async def emit(

@@ -28,6 +28,7 @@ from sro import errors
 from sro.apply import diff
 from sro.cache import projections
 from sro.engine import ports, waves
+from sro.model import bodies as api_bodies
 from sro.model import desired
 from sro.model import specialresource as sr_model
 from sro.plan import inputs, lifecycle, outcomes
@@ -153,14 +154,14 @@ async def apply_objects(
             blocked.update((obj.state, *blocks.get(obj.state, ())))
             return
         kind_lags = (obj.ref.api_version, obj.ref.kind) in lagging
-        cached = _version(current.resource_version) if current is not None else None
+        cached = api_bodies.version_number(current.resource_version) if current is not None else None
         if diff.already_sent(body, sent=memory.get(obj.ref), cached_version=cached, kind_lagging=kind_lags):
             return
         if not diff.needs_apply(body, current.body if current is not None else None):
             return
         try:
             answer = await writer.apply(diff.stamped(body))
-            returned = _version(str((answer.get("metadata") or {}).get("resourceVersion", "")))
+            returned = api_bodies.version_of(answer)
             memory[obj.ref] = (diff.desired_hash(body), returned)
             applied += 1
         except errors.SroError as exc:
@@ -233,13 +234,6 @@ async def delete_objects(
 
     await waves.in_waves(deletions, wave=lambda d: lifecycle.kind_rank(d.ref.kind), run=delete, limit=limit)
     return WriteReport(deleted=deleted, failures=_in_order(failures))
-
-
-def _version(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        return 0
 
 
 def _in_order(failures: Sequence[outcomes.Failure]) -> tuple[outcomes.Failure, ...]:

@@ -10,6 +10,7 @@ server omits empty fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 
@@ -87,3 +88,18 @@ class NodeBody(TypedDict, total=False):
     metadata: ObjectMeta
     spec: NodeSpec
     status: NodeStatus
+
+
+def version_number(resource_version: object) -> int:
+    """A resourceVersion as the number it is: an etcd revision, one counter for the whole
+    cluster, which is what tells an older copy of an object from a newer one; 0 when absent
+    or not a number (a version sro then never compares)."""
+    try:
+        return int(str(resource_version))
+    except ValueError:
+        return 0
+
+
+def version_of(body: Mapping[str, Any]) -> int:
+    """``version_number`` of a body's ``metadata.resourceVersion``."""
+    return version_number((body.get("metadata") or {}).get("resourceVersion"))

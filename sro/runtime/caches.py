@@ -24,6 +24,7 @@ from sro.cache import indexes, projections
 from sro.cache import store as store_
 from sro.kube import discovery as discovery_
 from sro.kube import http
+from sro.model import bodies
 from sro.model import specialresource as sr_model
 from sro.runtime import handlers
 from sro.watch import reflector as reflector_
@@ -114,11 +115,7 @@ class Caches:
             version = written(api_version, kind)
             if reflector is None or not version:
                 continue
-            try:
-                seen = int(reflector.resource_version or 0)
-            except ValueError:
-                seen = 0
-            if seen < version:
+            if bodies.version_number(reflector.resource_version) < version:
                 out.add((api_version, kind))
         return frozenset(out)
 
