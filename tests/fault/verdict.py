@@ -184,19 +184,16 @@ def repeated_events(events: Sequence[dict[str, Any]], *, round_: lifecycle.Round
         # transition's Event may come just after the test saw the phase done).
         start = utc(record.started)
         end = utc(records[i + 1].started) if i + 1 < len(records) else utc(record.ended + 5)
-        in_phase = Counter(
-            (e.get("reason", ""), e.get("note", ""))
-            for e in events
-            if start <= recorder_mod._aware(e.get("eventTime") or e["metadata"]["creationTimestamp"]) < end
-        )
-        for (reason, note), n in in_phase.items():
-            if n > 1:
-                which = [
-                    f"{e['metadata'].get('name')} at {e.get('eventTime')} by {e.get('reportingInstance')}"
-                    for e in events
-                    if (e.get("reason", ""), e.get("note", "")) == (reason, note)
-                ]
-                bad.append(f"{record.phase}: {reason} {note!r} x{n}: {which}")
+        in_phase: dict[tuple[str, str], list[str]] = {}
+        for e in events:
+            if start <= recorder_mod._aware(e.get("eventTime") or e["metadata"]["creationTimestamp"]) < end:
+                copy = f"{e['metadata'].get('name')} at {e.get('eventTime')} by {e.get('reportingInstance')}"
+                in_phase.setdefault((e.get("reason", ""), e.get("note", "")), []).append(copy)
+        bad += [
+            f"{record.phase}: {reason} {note!r} x{len(copies)}: {copies}"
+            for (reason, note), copies in in_phase.items()
+            if len(copies) > 1
+        ]
     return bad
 
 
