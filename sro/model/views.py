@@ -88,13 +88,17 @@ class NodeView:
         return self.labels.get(KERNEL_LABEL) or self.kernel_version
 
     def relevant(self) -> tuple[object, ...]:
-        """Everything a reconcile reads; equal tuples mean the change needs no reconcile."""
+        """Everything a reconcile reads; equal tuples mean the change needs no reconcile.
+
+        The kernel enters as ``kernel``, not as ``nodeInfo``'s version: that is read only
+        while NFD has not labelled the node, so a kubelet reporting its new kernel ahead of
+        NFD's relabel wakes no pass (the relabel does, an instant later)."""
         return (
             tuple(sorted(self.labels.items())),
             self.taints,
             self.unschedulable,
             self.ready,
-            self.kernel_version,
+            self.kernel,
             self.os_image,
             self.architecture,
             tuple(sorted(self.extended.items())),

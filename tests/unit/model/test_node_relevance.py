@@ -1,0 +1,43 @@
+"""Which Node changes a reconcile reads (``NodeView.relevant``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sro.model import views
+
+LABELLED = views.NodeView(
+    name="n1",
+    labels={views.KERNEL_LABEL: "5.14.0-427.13.1.el9_4.x86_64", "x": "1"},
+    kernel_version="5.14.0-427.13.1.el9_4.x86_64",
+    os_image="Red Hat Enterprise Linux 9.4",
+    ready=True,
+)
+
+
+def test_the_kubelets_kernel_report_is_not_read_while_nfd_labels_the_kernel() -> None:
+    rebooted = dataclasses.replace(LABELLED, kernel_version="5.14.0-503.1.1.el9_4.x86_64")
+    assert rebooted.relevant() == LABELLED.relevant()
+
+
+def test_nfds_kernel_label_is_read() -> None:
+    relabelled = dataclasses.replace(
+        LABELLED, labels={**LABELLED.labels, views.KERNEL_LABEL: "5.14.0-503.1.1.el9_4.x86_64"}
+    )
+    assert relabelled.relevant() != LABELLED.relevant()
+
+
+def test_without_nfds_label_the_kubelets_kernel_is_read() -> None:
+    bare = dataclasses.replace(LABELLED, labels={"x": "1"})
+    rebooted = dataclasses.replace(bare, kernel_version="5.14.0-503.1.1.el9_4.x86_64")
+    assert rebooted.relevant() != bare.relevant()
+
+
+def test_the_os_image_and_readiness_are_read() -> None:
+    upgraded = dataclasses.replace(LABELLED, os_image="Red Hat Enterprise Linux 9.5")
+    assert upgraded.relevant() != LABELLED.relevant()
+    assert dataclasses.replace(LABELLED, ready=False).relevant() != LABELLED.relevant()
+
+
+def test_the_resource_version_alone_is_not_read() -> None:
+    assert dataclasses.replace(LABELLED, resource_version="99").relevant() == LABELLED.relevant()
