@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from simcluster import audit, controlplane, converge_floor, converge_report, converge_sro, kube, layout
+from sro.render import recipe as recipe_
 
 REPO = layout.HACK.parent
 SRO = REPO / ".venv" / "bin" / "sro"
@@ -78,6 +79,12 @@ def states_of(recipe: Path) -> list[str]:
     return [s["name"] for s in yaml.safe_load((recipe / "recipe.yaml").read_text())["states"]]
 
 
+def states_after(recipe: Path) -> dict[str, tuple[str, ...]]:
+    """Each state's predecessors, as sro reads the recipe (a state without ``after``
+    comes after the one before it)."""
+    return {s.name: s.after for s in recipe_.load_directory(recipe).states}
+
+
 async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within: float) -> dict[str, Any]:
     objects = [
         converge_floor.without_ordering(o)
@@ -96,10 +103,14 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
         )
     )
     posts = await converge_floor.post_all(client, objects)
-    curve = await waiter
+    times = await waiter
+    curve = times.curve
     seconds = curve[-1][0]
+    chain = converge_floor.chain_seconds(times.fastest, states_after(RECIPE))
     print(
-        f"floor: {len(objects)} objects ({posts} POSTs), {expected} pods done in {seconds:.1f}s", flush=True
+        f"floor: {len(objects)} objects ({posts} POSTs), {expected} pods done in {seconds:.1f}s; "
+        f"chain of states at least {chain:.1f}s",
+        flush=True,
     )
     # Remove it all before sro runs: the namespace, then the cluster-scoped objects.
     resources = converge_floor.Resources()
@@ -116,7 +127,15 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
                 break
             raise
         await asyncio.sleep(0.5)
-    return {"objects": len(objects), "posts": posts, "pods": expected, "seconds": seconds, "curve": curve}
+    return {
+        "objects": len(objects),
+        "posts": posts,
+        "pods": expected,
+        "seconds": seconds,
+        "curve": curve,
+        "chain_seconds": chain,
+        "fastest_pod_seconds": times.fastest,
+    }
 
 
 async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> dict[str, Any]:

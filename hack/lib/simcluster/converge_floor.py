@@ -8,6 +8,13 @@ references to a SpecialResource that does not exist), posted with a bounded numb
 requests in flight, and timed until every pod they make is Ready (or Succeeded, for
 run-to-completion pods). What is left is pod creation, scheduling and start-up: the time
 any operator needs at least.
+
+The ordering sets a second floor, the chain: a node walks its states one after another,
+so it cannot finish before the sum of its states' pod start-up times along the longest
+``after`` path. ``chain_seconds`` estimates it from the floor run itself: each state's
+fastest pod (first seen to done) stands for its start-up time. It leaves out the
+controllers' reaction to each step (a DaemonSet controller seeing a new node label), so
+the true chain is longer.
 """
 
 from __future__ import annotations
@@ -171,23 +178,63 @@ def pod_done(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
+STATE_LABEL = "sro.dev/state"
+
+
+@dataclass
+class PodTimes:
+    """What ``wait_pods`` saw: the curve of (seconds since start, pods done) at every
+    change, and per state (the pods' ``sro.dev/state`` label) the fastest pod from first
+    seen to done."""
+
+    curve: list[tuple[float, int]] = field(default_factory=lambda: [(0.0, 0)])
+    fastest: dict[str, float] = field(default_factory=dict)
+    _seen: dict[str, float] = field(default_factory=dict)
+
+    def saw(self, pod: Mapping[str, Any], *, done: bool) -> None:
+        now = time.monotonic()
+        meta = pod.get("metadata") or {}
+        first = self._seen.setdefault(str(meta.get("uid")), now)
+        state = (meta.get("labels") or {}).get(STATE_LABEL)
+        if done and state:
+            self.fastest[state] = min(self.fastest.get(state, now - first), now - first)
+
+
+def chain_seconds(fastest: Mapping[str, float], after: Mapping[str, Sequence[str]]) -> float:
+    """The longest path through the states (``after``: each state's predecessors) summing
+    each state's ``fastest`` pod; states with no pods (cluster-wide, or none ran) add 0."""
+    ends: dict[str, float] = {}
+
+    def end(state: str, path: tuple[str, ...] = ()) -> float:
+        if state not in ends:
+            if state in path:
+                raise ValueError(f"the states' after edges form a cycle through {state}")
+            start = max((end(a, (*path, state)) for a in after.get(state, ())), default=0.0)
+            ends[state] = start + fastest.get(state, 0.0)
+        return ends[state]
+
+    return max((end(s) for s in after), default=0.0)
+
+
 async def wait_pods(
     client: kube.Kube, *, namespace: str, expected: int, started: float, within: float
-) -> list[tuple[float, int]]:
-    """Watch the namespace's pods until ``expected`` of them are done; the curve of
-    (seconds since ``started``, pods done) at every change."""
+) -> PodTimes:
+    """Watch the namespace's pods until ``expected`` of them are done (``PodTimes``)."""
     path = f"/api/v1/namespaces/{namespace}/pods"
     done: dict[str, bool] = {}
-    curve: list[tuple[float, int]] = [(0.0, 0)]
+    times = PodTimes()
+    curve = times.curve
     deadline = started + within
     while True:
         listed = await client.get(path, request_seconds=120)
         done = {p["metadata"]["uid"]: pod_done(p) for p in listed["items"]}
+        for p in listed["items"]:
+            times.saw(p, done=done[p["metadata"]["uid"]])
         version = listed["metadata"]["resourceVersion"]
         count = sum(done.values())
         curve.append((time.monotonic() - started, count))
         if count >= expected:
-            return curve
+            return times
         try:
             async for event in client.watch(path, resource_version=version, timeout_seconds=60):
                 if event.get("type") == "BOOKMARK":
@@ -198,11 +245,12 @@ async def wait_pods(
                 now = event["type"] != "DELETED" and pod_done(pod)
                 if event["type"] != "DELETED":
                     done[uid] = now
+                    times.saw(pod, done=now)
                 if now != was:
                     count += 1 if now else -1
                     curve.append((time.monotonic() - started, count))
                 if count >= expected:
-                    return curve
+                    return times
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{count}/{expected} pods done after {within:g}s")
         except kube.ApiError as exc:

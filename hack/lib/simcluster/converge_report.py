@@ -36,6 +36,8 @@ def table(figures: Mapping[str, Any]) -> str:
             ("floor: objects posted / pods", f"{f['floor']['objects']} objects, {f['floor']['pods']} pods"),
             ("floor: all pods Ready/Succeeded", f"{f['floor']['seconds']:.1f} s"),
         ]
+        if "chain_seconds" in f["floor"]:
+            rows.append(("floor: chain of states (fastest pods)", f"{f['floor']['chain_seconds']:.1f} s"))
     rows += [
         (
             "sro: SpecialResource Ready",
