@@ -173,6 +173,11 @@ class PodView:
     deleting: bool = False
     containers: tuple[ContainerState, ...] = ()
     resource_version: str = ""
+    ready_withdrawn: bool = False
+    """Running, not Ready, while the kubelet's own ``ContainersReady`` stays True and no
+    readiness gate holds it back: the node lifecycle controller's mark on every pod of a
+    node whose kubelet stopped reporting (it sets ``Ready`` alone). Nothing is known to
+    have changed in the pod; the kubelet puts ``Ready`` back when it reports again."""
 
     @property
     def template_generation(self) -> str:
@@ -188,6 +193,9 @@ class PodView:
             (o for o in meta.get("ownerReferences") or () if o.get("controller")),
             (meta.get("ownerReferences") or [{}])[0],
         )
+        conditions = {
+            c.get("type"): c.get("status") for c in status.get("conditions") or () if isinstance(c, Mapping)
+        }
         containers = []
         statuses = [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
         for cs in statuses:
@@ -210,9 +218,7 @@ class PodView:
             uid=str(meta.get("uid", "")),
             node=_shared(spec.get("nodeName", "")),
             phase=_shared(status.get("phase", "Pending")),
-            ready=any(
-                c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
-            ),
+            ready=conditions.get("Ready") == "True",
             labels=_frozen(meta.get("labels")),
             owner_kind=_shared(owner.get("kind", "")),
             owner_name=_shared(owner.get("name", "")),
@@ -221,4 +227,10 @@ class PodView:
             deleting=bool(meta.get("deletionTimestamp")),
             containers=tuple(containers),
             resource_version=str(meta.get("resourceVersion", "")),
+            ready_withdrawn=(
+                status.get("phase") == "Running"
+                and conditions.get("Ready") == "False"
+                and conditions.get("ContainersReady") == "True"
+                and not spec.get("readinessGates")
+            ),
         )

@@ -158,7 +158,8 @@ def daemonset_on_node(
     previous_counts: bool = False,
     current_hash: str = "",
 ) -> Verdict:
-    """The DaemonSet's pod on this node is Ready, not deleting, of the current template:
+    """The DaemonSet's pod on this node is Ready (or had Ready withdrawn by the node
+    controller: ``PodView.ready_withdrawn``), not deleting, of the current template:
     its template generation, or (``current_hash``, the DaemonSet's current
     ControllerRevision, where known) its ``controller-revision-hash`` — a template set
     back to one a pod already runs leaves that pod current.
@@ -186,8 +187,11 @@ def daemonset_on_node(
         if any(not p.deleting for p in pods):
             return waiting(f"pod of DaemonSet/{obj.ref.name} is of an old template generation")
         return waiting(f"waiting for a pod of DaemonSet/{obj.ref.name}")
-    pod = next((p for p in current if p.ready), current[0])  # a surge may briefly run two
-    if not pod.ready:
+    # A surge may briefly run two. A pod whose Ready the node controller withdrew while
+    # its kubelet was silent still runs as far as anyone knows: judged by its containers,
+    # so a heartbeat gap does not reset every later state (and re-run its pods) on the node.
+    pod = next((p for p in current if p.ready or p.ready_withdrawn), current[0])
+    if not (pod.ready or pod.ready_withdrawn):
         stuck = _stuck_reason(pod)
         if stuck:
             return waiting(f"{stuck} (pod {pod.name})", stuck=True)

@@ -15,6 +15,11 @@ node runs its previous driver until its turn. Objects with ``wait: false`` never
 Nodes in ``reset`` (a kernel change, see ``lifecycle``) have every state Pending for this
 pass: they start over.
 
+A DaemonSet pod whose ``Ready`` the node controller withdrew (its kubelet stopped
+reporting; ``views.PodView.ready_withdrawn``) still counts: a heartbeat gap is no news of
+the driver, and resetting every later state would delete and re-run their pods. A pod the
+kubelet itself reports not ready (a restart after a reboot, a crash) resets as before.
+
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
 progress, so the status does not flip to Progressing on every retry.

@@ -193,6 +193,27 @@ def test_a_replaced_driver_pod_resets_the_later_states_on_that_node_only() -> No
     assert {n: dict(world.nodes[n].labels) for n in ("n2", "n3")} == others
 
 
+def test_a_driver_pod_whose_ready_the_node_controller_withdrew_resets_nothing() -> None:
+    # The node's kubelet stopped reporting: Ready is set False on its pods, their
+    # containers still report ready. Nothing on the node is deleted or relabelled, and
+    # the validation does not run again when the kubelet reports and Ready comes back.
+    world = linear_world()
+    world.settle()
+    labelled = dict(world.nodes["n1"].labels)
+    key = (NS, "driver-n1")
+    world.pods[key] = replace(world.pods[key], ready=False, ready_withdrawn=True)
+
+    p = world.step()
+    assert labels_of(p) == {}
+    assert p.delete == ()
+    assert world.complete_states("n1") == {"state-driver", "state-validation", "state-device-plugin"}
+
+    world.pods[key] = replace(world.pods[key], ready=True, ready_withdrawn=False)
+    world.settle()
+    assert world.created.count(obj("Pod", "validate-n1", "s").ref) == 1
+    assert dict(world.nodes["n1"].labels) == labelled
+
+
 def test_a_new_template_generation_is_not_ready_until_its_pod_replaces_the_old_one() -> None:
     world = linear_world()
     world.settle()

@@ -25,6 +25,19 @@ def test_a_daemonset_is_ready_on_a_node_when_its_current_pod_there_is_ready() ->
     assert verdict.outcome is Outcome.READY
 
 
+def test_a_pod_whose_ready_the_node_controller_withdrew_still_counts() -> None:
+    withdrawn = ds_pod(DRIVER, "n1", ready=False, ready_withdrawn=True)
+    verdict = readiness.daemonset_on_node(DRIVER, live(DRIVER), [withdrawn], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.READY
+
+
+def test_a_pod_whose_containers_are_not_ready_is_waiting() -> None:
+    down = ds_pod(DRIVER, "n1", ready=False)
+    verdict = readiness.daemonset_on_node(DRIVER, live(DRIVER), [down], logs=NO_LOGS)
+    assert verdict.outcome is Outcome.WAITING
+    assert "not ready" in verdict.reason
+
+
 def test_a_daemonset_that_does_not_exist_yet_is_waiting() -> None:
     verdict = readiness.daemonset_on_node(DRIVER, None, [], logs=NO_LOGS)
     assert verdict.outcome is Outcome.WAITING
