@@ -223,7 +223,8 @@ def walk(
     ``upgrading`` None: only pods of the current template count anywhere."""
     order = topological_order(wanted.states)
     after = {s.name: s.after for s in wanted.states}
-    refs = {id(o): (o, o.ref) for o in wanted.objects}
+    known_objects = seen.walk_memo.same_objects(wanted.objects)  # a render reused: indexed already
+    refs = seen.walk_memo.refs if known_objects else {id(o): (o, o.ref) for o in wanted.objects}
     judge = _Judge(wanted, seen, refs, upgrading)
     logs: set[progress.LogRequest] = set()
     nodes: dict[str, dict[str, progress.NodeState]] = {}
@@ -268,7 +269,7 @@ def walk(
         for state, ns in states.items():
             phases[state][ns.phase] += 1
         nodes[node] = states
-    memo = walk_memo.Memo(objects=wanted.objects, key=pass_key, nodes=remembered)
+    memo = walk_memo.Memo(objects=wanted.objects, key=pass_key, nodes=remembered, refs=refs)
     return progress.Walk(
         order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo
     )

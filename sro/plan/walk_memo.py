@@ -50,14 +50,18 @@ class Memo:
     objects: tuple[desired.DesiredObject, ...] = ()
     key: tuple[object, ...] = ()
     nodes: Mapping[str, Remembered] = field(default_factory=_no_nodes)
+    refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(default_factory=dict)
+    """Each object's ref by ``id``, as the walk indexed them (``progress.Walk.refs``)."""
+
+    def same_objects(self, objects: Sequence[desired.DesiredObject]) -> bool:
+        """Whether this memo was made from these objects (the same instances)."""
+        return len(self.objects) == len(objects) and all(
+            a is b for a, b in zip(self.objects, objects, strict=True)
+        )
 
     def usable(self, objects: Sequence[desired.DesiredObject], key: tuple[object, ...]) -> bool:
-        """Whether this memo was made from the same objects (the same instances) and pass inputs."""
-        return (
-            len(self.objects) == len(objects)
-            and all(a is b for a, b in zip(self.objects, objects, strict=True))
-            and self.key == key
-        )
+        """Whether this memo was made from the same objects and pass inputs."""
+        return self.same_objects(objects) and self.key == key
 
     def recall(self, node: str, key: NodeKey) -> Remembered | None:
         known = self.nodes.get(node)
