@@ -20,6 +20,9 @@ from sro.render import kinds, values
 from sro.render import problems as problems_
 from sro.render import recipe as recipe_
 
+CopiesKey = tuple[errors.Location, desired.KernelGroup | None, str, str]
+"""A first per-node pod: its source, kernel group, node and name."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
@@ -37,6 +40,9 @@ class Context:
     texts: Mapping[errors.Location, str] = dataclasses.field(default_factory=dict)  # document sources
     keep_off: frozenset[str] = frozenset()  # nodes an earlier SpecialResource of the recipe keeps
     policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT  # what the recipe may create
+    copies: dict[CopiesKey, Any] = dataclasses.field(default_factory=dict)
+    """The per-node pods still to stamp once the hooks have run (``per_node.expand``), by
+    their first pod: the one thing written to during a render."""
 
     def locate(self, obj: desired.DesiredObject, needle: str) -> errors.Location:
         """The line of ``obj``'s source document that first contains ``needle`` (else its first line)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sro import errors
-from sro.hooks import base, keys, registry
+from sro.hooks import base, keys, per_node, registry
 from sro.model import desired, kernels, recipe_policy, selection, views
 from sro.model import specialresource as srmodel
 from sro.render import engine, kinds, templates, values
@@ -172,6 +172,7 @@ def collect_desired(
     objects = [o for o in objects if keys.validate(o, registry.HOOKS, ctx=ctx)]
     for hook in registry.HOOKS:
         objects = hook.apply(objects, ctx)
+    objects = per_node.expand(objects, ctx)
     _check_unique(objects, ctx)
     if found:
         return None, found

@@ -7,6 +7,7 @@ equal, sorted outputs whatever the node order).
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -14,7 +15,7 @@ from conftest import UBUNTU, configmap, daemonset, make_node, make_recipe, make_
 
 from sro.errors import RecipeInvalid, TemplateError
 from sro.hooks import pipeline
-from sro.model import views
+from sro.model import desired, views
 from sro.render import kinds, sources, templates, values
 
 pytestmark = pytest.mark.unit
@@ -183,3 +184,42 @@ def test_a_pod_of_a_per_node_kind_with_no_selected_nodes_yields_nothing() -> Non
     )
     result = render(make_sr(), recipe, [])
     assert [o.kind for o in result.objects] == ["DaemonSet"] and result.nodes == ()
+
+
+def _printed(obj: desired.DesiredObject) -> str:
+    return json.dumps(obj.body)  # key order included: it is what ``sro render`` prints
+
+
+KERNEL_AFFINE_CHECK = make_recipe(
+    {"s": {"p.yaml": pod(annotations='    sro.dev/per-node: "true"\n    sro.dev/kernel-affine: "true"\n')}}
+)
+
+
+@pytest.mark.parametrize("recipe_name", ["nvidia-gpu", "kernel-affine"])
+def test_each_per_node_pod_is_what_its_node_alone_would_render(recipe_name: str) -> None:
+    # Only the first node's pod of a template goes through the hooks; the others are
+    # stamped from it. Each must equal the pod rendered for its node alone, which went
+    # through every hook itself, down to the order of its keys: with node names that
+    # are no valid label value (too long) before, between and after valid ones.
+    if recipe_name == "kernel-affine":
+        recipe = KERNEL_AFFINE_CHECK
+    else:
+        recipe = sources.Library(sources.default_search_path()).get(recipe_name)
+    long = "n" * 70
+    nodes = [
+        make_node(f"{long}-a"),
+        make_node("b"),
+        make_node(f"{long}-c"),
+        make_node("d", UBUNTU),
+        make_node("e"),
+    ]
+    sr = make_sr(recipe_name)
+    per_node = [o for o in render(sr, recipe, nodes).objects if o.node is not None]
+    assert {o.node for o in per_node} == {n.name for n in nodes}
+    for node in nodes:
+        alone = sorted(_printed(o) for o in render(sr, recipe, [node]).objects if o.node is not None)
+        mine = sorted(_printed(o) for o in per_node if o.node == node.name)
+        assert mine == alone and mine
+        assert all(o.body["spec"]["nodeName"] == node.name for o in per_node if o.node == node.name)
+        labels = [o.body["metadata"]["labels"] for o in per_node if o.node == node.name]
+        assert all(("sro.dev/node" in x) == (len(node.name) <= 63) for x in labels)
