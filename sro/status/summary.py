@@ -19,14 +19,24 @@ from typing import Any, Literal, TypedDict, cast
 
 from sro.model import crd_limits, desired, progress
 from sro.status import conditions
-from sro.status.body import KernelRow, NodeTotals, PreflightRow, RecipeSource, StateRow, StatusBody
+from sro.status.body import (
+    KernelRow,
+    NodeTotals,
+    PreflightRow,
+    RecipeSource,
+    StateRow,
+    StatusBody,
+    UpgradeStatus,
+)
 
 # The CRD's bounds (maxItems, maxLength): a longer value would make the API server refuse the write.
 FAILING_NODES_MAX = crd_limits.FAILING_NODES_MAX
 STATE_MAX = crd_limits.STATE_LINE_MAX
 ROW_MESSAGE_MAX = crd_limits.ROW_MESSAGE_MAX
 REASON_MAX = crd_limits.FAILING_REASON_MAX
-_KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states", "preflight")
+_KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states", "preflight", "upgrade")
+"""What an error keeps: the rollout's row too (it is read back for its Events: dropped for a
+pass, a rolled-back rollout would report its rollback again when it came back)."""
 
 
 class _Rest(TypedDict, total=False):
@@ -37,6 +47,7 @@ class _Rest(TypedDict, total=False):
     kernels: list[KernelRow]
     states: list[StateRow]
     preflight: list[PreflightRow]
+    upgrade: UpgradeStatus
 
 
 def _plural(count: int, word: str) -> str:
@@ -82,6 +93,8 @@ def _body(
         body["states"] = rest["states"]
     if "preflight" in rest:
         body["preflight"] = rest["preflight"]
+    if "upgrade" in rest:
+        body["upgrade"] = rest["upgrade"]
     return body
 
 

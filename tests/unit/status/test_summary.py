@@ -212,6 +212,16 @@ def test_an_error_status_degrades_with_its_reason_and_keeps_the_rows() -> None:
         summary.status_for_error(before, reason="Oops", message="", generation=4, now=T0)
 
 
+def test_an_error_keeps_the_rollouts_row() -> None:
+    # Dropped for one pass, a rolled-back rollout's row would come back as news and its
+    # rollback would be reported twice.
+    before = {**status(all_done(2)), "upgrade": {"phase": "RolledBack", "revision": "abc"}}
+    body = summary.status_for_error(before, reason="ApplyFailed", message="m", generation=4, now=T0)
+    assert body.get("upgrade") == {"phase": "RolledBack", "revision": "abc"}
+    kept = summary.degraded(before, before, reason="ApplyFailed", message="m", generation=4, now=T0)
+    assert kept.get("upgrade") == before["upgrade"]
+
+
 @pytest.mark.parametrize("reason", sorted(conditions.ERROR_REASONS))
 def test_every_contract_reason_is_accepted_for_an_error_status(reason: str) -> None:
     body = summary.status_for_error({}, reason=reason, message="m", generation=1, now=T0)
