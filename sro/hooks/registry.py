@@ -2,7 +2,10 @@
 
 The order matters: the recipe policy sees what the recipe rendered, before anything
 else; the SpecialResource's own PriorityClasses join next; then copies are
-made (kernel groups, then nodes) so every later hook sees each copy, and the driver
+made (kernel groups, then nodes) so every later hook sees each kernel group's copy and
+each per-node template's first pod (the other nodes' pods are stamped from it after the
+last hook, ``per_node.expand``: a hook after per-node must treat every node's pod alike
+and read nothing of its name, node label or ``nodeName``), and the driver
 DaemonSets among them get the ``OnDelete`` strategy sro's upgrade walk needs; unserved optional
 kinds are dropped before scope is looked up; placement comes after ownership so it sees
 final names and namespaces, and keep-off after placement, whose node affinity it extends;
