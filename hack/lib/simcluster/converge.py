@@ -196,6 +196,16 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 + args.nodes * (len(states) + 1),
                 "curves": curves,
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
+                # Each per-node pod is made once per node and state unless something
+                # reset that state there (a pod created 201 under one name twice).
+                "pods_created_again": sum(
+                    1
+                    for n in audit.count_by(
+                        (w for w in writes if w.resource == "pods" and not w.subresource and w.code == 201),
+                        key=lambda w: w.name,
+                    ).values()
+                    if n > 1
+                ),
             }
             if "not_ready" in figures:
                 return figures

@@ -51,6 +51,10 @@ def table(figures: Mapping[str, Any]) -> str:
             f"{f['sro']['requests']} (non-watch {f['sro']['requests_non_watch']})",
         ),
         ("sro writes in the audit log", f"{f['sro']['audit_writes']}"),
+        (
+            "per-node pods sro created more than once",
+            str(f["sro"].get("pods_created_again", "(not counted)")),
+        ),
         ("floor of writes (objects + nodes x labels)", f"{f['sro']['write_floor']}"),
     ]
     steps = f["sro"].get("steps") or {}
