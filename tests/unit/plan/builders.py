@@ -194,6 +194,7 @@ class World:
     pod_outcome: dict[str, str] = field(default_factory=dict)  # pod name -> phase
     last: planner.Plan | None = None
     created: list[desired.ObjectRef] = field(default_factory=list)
+    lagging: frozenset[tuple[str, str]] = frozenset()  # kinds whose cache lags sro's writes
 
     def observe(self) -> observed.Observed:
         return observed.Observed(
@@ -204,6 +205,7 @@ class World:
             pods=tuple(self.pods.values()),
             previous_status=self.status,
             retries=self.retries,
+            lagging=self.lagging,
         )
 
     def step(self) -> planner.Plan:
