@@ -143,6 +143,10 @@ class Operator:
             if name == "sro_api_requests_total" and labels.get("verb") not in ("get", "list", "watch")
         )
 
+    def reconciles(self) -> float:
+        """Reconciles it has run, of every key."""
+        return sum(v for n, _, v in self.metrics() if n == "sro_reconcile_total")
+
     def idle(self) -> bool:
         """Whether it has reconciled at least once and holds no work now (queue empty, no
         worker busy): what it decides from the cluster as it stands is done."""
