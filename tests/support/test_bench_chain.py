@@ -1,14 +1,15 @@
-"""The chain-of-states floor of ``hack/bench converge`` (hack/lib/simcluster/converge_floor.py)."""
+"""Figures of ``hack/bench converge``: the chain-of-states floor and sro's pod creations."""
 
 from __future__ import annotations
 
+import datetime
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import converge_floor
+from simcluster import audit, converge, converge_floor
 
 pytestmark = pytest.mark.unit
 
@@ -43,3 +44,31 @@ def test_each_states_fastest_pod_counts_from_when_it_was_first_seen() -> None:
     times.saw(pod("3", "t"), done=False)
     assert set(times.fastest) == {"s"}  # t's pod is not done
     assert 0.0 <= times.fastest["s"] < 5.0
+
+
+def _write(verb: str, name: str, code: int, *, sro: bool = True) -> audit.Write:
+    return audit.Write(
+        time=datetime.datetime(2026, 11, 27, tzinfo=datetime.UTC),
+        user="u",
+        user_agent="sro/0.1.0" if sro else "kubectl/v1.36",
+        verb=verb,
+        resource="pods",
+        subresource="",
+        namespace="gpu",
+        name=name,
+        code=code,
+        audit_id="",
+    )
+
+
+def test_pods_made_again_after_a_deletion_are_told_from_repeated_applies() -> None:
+    writes = [
+        _write("patch", "a", 201),
+        _write("patch", "a", 201),  # a racing second apply: no deletion between
+        _write("patch", "b", 201),
+        _write("delete", "b", 200, sro=False),
+        _write("patch", "b", 201),  # made again after someone deleted it
+        _write("patch", "c", 201, sro=False),  # not sro's
+        _write("patch", "c", 201, sro=False),
+    ]
+    assert converge.pod_creations(writes) == {"pods_created_again": 1, "pod_applies_repeated": 1}
