@@ -26,8 +26,8 @@ deletes the oldest finished pods once a cluster holds more than
 ``--terminated-pod-gc-threshold``, 12,500 by default: three validations on 4,200 nodes).
 The label is sro's record of that success, so the state stays complete there and the pod
 is not made again; judging it absent would reset every later state on the node and take
-its device plugin away. The label counts only on a Node cache that has seen sro's own last
-node write, so one sro just removed (a reset) is never taken for a record.
+its device plugin away. The label counts only on a node cached at least as new as sro's own
+last patch of it, so one sro just removed (a reset) is never taken for a record.
 
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
@@ -136,7 +136,6 @@ class _Judge:
         self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
         self._refs = refs
         self._live: dict[int, tuple[observed_.LiveObject | None, str]] = {}
-        self._nodes_lag = lifecycle.NODE in seen.lagging
 
     def _daemonset(self, obj: desired.DesiredObject) -> tuple[observed_.LiveObject | None, str]:
         """The live DaemonSet and its current revision's hash: the same on every node."""
@@ -174,13 +173,12 @@ class _Judge:
         return readiness.cluster_object(obj, live)
 
     def recorded(self, state: str, node: str) -> bool:
-        """Whether ``node`` carries ``state``'s ready label, on a Node cache that has seen
-        sro's own last node write (so a label sro just removed does not count)."""
-        if self._nodes_lag:
-            return False
+        """Whether ``node`` carries ``state``'s ready label, as cached at least as new as
+        sro's own last patch of it (so a label sro just removed does not count)."""
         view = self._seen.nodes.get(node)
-        label = lifecycle.state_label(self._wanted.sr_name, state)
-        return view is not None and view.labels.get(label) == lifecycle.READY_VALUE
+        if view is None or not self._seen.shows_own_writes(view):
+            return False
+        return view.labels.get(lifecycle.state_label(self._wanted.sr_name, state)) == lifecycle.READY_VALUE
 
     def cluster(self, state: str) -> tuple[readiness.Verdict, ...]:
         if state not in self._cluster:
@@ -202,7 +200,6 @@ class _Judge:
             tuple(self.cluster(state) for state in order),
             self._seen.retries,
             self._upgrading is None,
-            self._nodes_lag,
         )
 
     def node_key(self, node: str, *, reset: bool) -> walk_memo.NodeKey:
