@@ -25,7 +25,6 @@ import asyncio
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 
-from sro import errors
 from sro.cache import projections
 from sro.engine import drains, node_writes, pod_logs, ports, upgrade_jobs, writes
 from sro.model import desired, views
@@ -43,6 +42,7 @@ class Executed:
     logs_matched: bool
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    node_versions: Mapping[str, int] = field(default_factory=dict)  # node_writes.Written.versions
 
 
 async def execute(
@@ -75,7 +75,7 @@ async def execute(
             lagging=lagging,
         )
 
-    async def objects_then_nodes() -> tuple[writes.WriteReport, tuple[tuple[str, errors.SroError], ...]]:
+    async def objects_then_nodes() -> tuple[writes.WriteReport, node_writes.Written]:
         applied = await apply(planned.apply)
         written = await node_writes.carry_out(
             writer,
@@ -87,7 +87,7 @@ async def execute(
         # The pods of states that just opened on a node, now that it shows their labels.
         ready = writes.unsent(planner.followers(planned.follow, written.labels), sr=sr, sent=sent)
         followed = await apply(tuple(o for o in ready if o.state not in applied.blocked_states))
-        return writes.merged(applied, followed), written.failures
+        return writes.merged(applied, followed), written
 
     try:
         async with asyncio.TaskGroup() as group:  # one part failing for good (NotLeader) stops all
@@ -100,12 +100,17 @@ async def execute(
             jobs = group.create_task(upgrade_jobs.check(writer, planned.job_checks, limit=limit))
     except ExceptionGroup as failed:
         raise failed.exceptions[0] from None
-    (applied, node_failures), deleted, logs_matched = first.result(), deleting.result(), reading.result()
+    (applied, written), deleted, logs_matched = first.result(), deleting.result(), reading.result()
+    node_failures = written.failures
     failures = (
         *applied.failures,
         *deleted.failures,
         *(outcomes.Failure(state=f"node {n}", ref=None, error=e) for n, e in node_failures),
     )
     return Executed(
-        failures=failures, logs_matched=logs_matched, drained=draining.result(), jobs=jobs.result()
+        failures=failures,
+        logs_matched=logs_matched,
+        drained=draining.result(),
+        jobs=jobs.result(),
+        node_versions=written.versions,
     )

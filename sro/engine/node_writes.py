@@ -8,13 +8,13 @@ are sro's), so nothing here can clobber what the kubelet, NFD or an administrato
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
 from sro import errors
 from sro.engine import ports, waves
-from sro.model import views
+from sro.model import bodies, views
 from sro.plan import node_patches
 
 log = structlog.get_logger(__name__)
@@ -22,11 +22,13 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True, kw_only=True)
 class Written:
-    """(node, error) for each change that failed, by node name; and the labels each changed
-    node shows now (its patch's answer, or the cache when it needed no patch)."""
+    """(node, error) for each change that failed, by node name; the labels each changed
+    node shows now (its patch's answer, or the cache when it needed no patch); and the
+    resourceVersion each patch returned (``Observed.node_versions`` of the next passes)."""
 
     failures: tuple[tuple[str, errors.SroError], ...]
     labels: Mapping[str, Mapping[str, str]]
+    versions: Mapping[str, int] = field(default_factory=dict)
 
 
 async def carry_out(
@@ -45,6 +47,7 @@ async def carry_out(
     by_name = {n.name: n for n in nodes}
     failures: list[tuple[str, errors.SroError]] = []
     shown: dict[str, Mapping[str, str]] = {}
+    versions: dict[str, int] = {}
 
     async def send(change: node_patches.NodeChange) -> None:
         node = by_name.get(change.node)
@@ -57,6 +60,7 @@ async def carry_out(
             answer = await writer.patch_node(change.node, patch)
             labels = (answer.get("metadata") or {}).get("labels")
             shown[change.node] = labels if isinstance(labels, Mapping) else {}
+            versions[change.node] = bodies.version_of(answer)
             log.debug("node patched", sr=sr_name, node=change.node, patch=patch)
         except errors.NotFound:
             return
@@ -64,4 +68,4 @@ async def carry_out(
             failures.append((change.node, exc))
 
     await waves.bounded(changes, send, limit=limit)
-    return Written(failures=tuple(sorted(failures, key=lambda f: f[0])), labels=shown)
+    return Written(failures=tuple(sorted(failures, key=lambda f: f[0])), labels=shown, versions=versions)

@@ -22,7 +22,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import desired, upgrade_policy, views
+from sro.model import bodies, desired, upgrade_policy, views
 from sro.plan import walk_memo as walk_memo_
 
 # The annotation the API server keeps on apps/v1 DaemonSets: the generation of the pod
@@ -278,6 +278,14 @@ class Observed:
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY
     """The last walk's memory (``sro.plan.walk_memo``): engine memory, like ``logs``; a
     node whose inputs did not change since is not walked again."""
+    node_versions: Mapping[str, int] = field(default_factory=dict)
+    """The resourceVersion sro's last patch of each node returned, this process (engine
+    memory): a cached node older than that does not show sro's own last write yet."""
+
+    def shows_own_writes(self, node: views.NodeView) -> bool:
+        """Whether ``node`` as cached is at least as new as sro's last patch of it."""
+        written = self.node_versions.get(node.name)
+        return written is None or bodies.version_number(node.resource_version) >= written
 
     @cached_property
     def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:

@@ -168,10 +168,13 @@ def _to_apply(
     for obj in wanted.objects:
         missing: tuple[str, ...] = ()
         if obj.node is not None:
-            if not walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
+            here = walked.nodes.get(obj.node, {}).get(obj.state, _PENDING)
+            if not here.open:
                 continue
             if obj.kind == "Pod" and seen.pod(walked.ref(obj)) is not None:
                 continue  # made already (most of them, once a node has walked): see below
+            if obj.kind == "Pod" and obj.wait and here.phase is progress.Phase.COMPLETE:
+                continue  # it succeeded there and is gone since (the walk's record): not again
             node = seen.nodes.get(obj.node)
             # Its labels come first: a pinned pod is refused by a node without them.
             missing = _missing(wanted.sr_name, node.labels if node else {}, after.get(obj.state, ()))
