@@ -46,10 +46,10 @@ def test_each_states_fastest_pod_counts_from_when_it_was_first_seen() -> None:
     assert 0.0 <= times.fastest["s"] < 5.0
 
 
-def _write(verb: str, name: str, code: int, *, sro: bool = True) -> audit.Write:
+def _write(verb: str, name: str, code: int, *, sro: bool = True, user: str = "u") -> audit.Write:
     return audit.Write(
         time=datetime.datetime(2026, 11, 27, tzinfo=datetime.UTC),
-        user="u",
+        user=user,
         user_agent="sro/0.1.0" if sro else "kubectl/v1.36",
         verb=verb,
         resource="pods",
@@ -70,5 +70,13 @@ def test_pods_made_again_after_a_deletion_are_told_from_repeated_applies() -> No
         _write("patch", "b", 201),  # made again after someone deleted it
         _write("patch", "c", 201, sro=False),  # not sro's
         _write("patch", "c", 201, sro=False),
+        _write("delete", "a", 200, sro=False, user=converge.POD_GC_USER),  # collected once done
+        _write("delete", "c", 200),
+        _write("delete", "c", 404),  # gone already: no deletion
     ]
-    assert converge.pod_creations(writes) == {"pods_created_again": 1, "pod_applies_repeated": 1}
+    assert converge.pod_creations(writes) == {
+        "pods_created_again": 1,
+        "pod_applies_repeated": 1,
+        "pods_deleted_by_sro": 1,
+        "pods_collected": 1,
+    }

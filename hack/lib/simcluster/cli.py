@@ -86,10 +86,14 @@ cluster running in {run.root}
 def cmd_up(args: argparse.Namespace) -> int:
     run = _run_dir()
     with _exclusive(run):
-        return _up(run, _specs(args), pod_security=args.pod_security or "")
+        return _up(
+            run, _specs(args), pod_security=args.pod_security or "", pod_gc_threshold=args.pod_gc_threshold
+        )
 
 
-def _up(run: layout.RunDir, specs: list[inventory.NodeSpec], *, pod_security: str = "") -> int:
+def _up(
+    run: layout.RunDir, specs: list[inventory.NodeSpec], *, pod_security: str = "", pod_gc_threshold: int = 0
+) -> int:
     start = time.monotonic()
     if controlplane.running(run):
         state = controlplane.State.load(run)
@@ -109,7 +113,7 @@ def _up(run: layout.RunDir, specs: list[inventory.NodeSpec], *, pod_security: st
         if build.returncode != 0:
             return build.returncode
         say(f"starting a control plane in {run.root}")
-        state = controlplane.prepare(run, pod_security=pod_security)
+        state = controlplane.prepare(run, pod_security=pod_security, pod_gc_threshold=pod_gc_threshold)
         try:
             controlplane.start_component(run, state, "etcd")
             controlplane.wait_healthy(run, state, ["etcd"])
@@ -329,6 +333,13 @@ def parser() -> argparse.ArgumentParser:
         help="configure kube-apiserver's PodSecurity admission to enforce (and audit and warn) this "
         "level in every namespace without its own pod-security.kubernetes.io labels, as a hardened "
         "cluster does (default: none, every namespace privileged)",
+    )
+    up.add_argument(
+        "--pod-gc-threshold",
+        type=int,
+        default=0,
+        help="finished pods the cluster holds before kube-controller-manager's pod garbage collector "
+        "deletes the oldest (its --terminated-pod-gc-threshold; default: its own, 12,500)",
     )
     up.set_defaults(func=cmd_up)
 

@@ -43,12 +43,15 @@ POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 
 @dataclasses.dataclass(frozen=True)
 class State:
-    """What ``up`` decided and later commands need: the ports, and the Pod Security level
-    kube-apiserver enforces by default ("" for none: every namespace is privileged), kept
-    so a restarted kube-apiserver enforces the same."""
+    """What ``up`` decided and later commands need: the ports, the Pod Security level
+    kube-apiserver enforces by default ("" for none: every namespace is privileged), and
+    how many finished pods the cluster holds before the pod garbage collector deletes the
+    oldest (0: kube-controller-manager's default, 12,500), kept so a restarted component
+    runs the same."""
 
     ports: dict[str, int]
     pod_security: str = ""
+    pod_gc_threshold: int = 0
 
     @property
     def server(self) -> str:
@@ -145,6 +148,7 @@ def commands(run: layout.RunDir, state: State) -> dict[str, list[str]]:
             "--use-service-account-credentials=true",
             "--node-monitor-grace-period=3m20s",
             "--controllers=*",
+            *([f"--terminated-pod-gc-threshold={state.pod_gc_threshold}"] if state.pod_gc_threshold else []),
             "--profiling=false",
         ],
         "scheduler": [
@@ -368,7 +372,7 @@ def admission_config(level: str) -> dict[str, Any]:
     }
 
 
-def prepare(run: layout.RunDir, *, pod_security: str = "") -> State:
+def prepare(run: layout.RunDir, *, pod_security: str = "", pod_gc_threshold: int = 0) -> State:
     """A fresh run directory: ports, PKI, kubeconfigs, kwok config, kubectl link, and the
     admission configuration when ``pod_security`` names a default level."""
     run.root.mkdir(parents=True, exist_ok=True)
@@ -376,7 +380,9 @@ def prepare(run: layout.RunDir, *, pod_security: str = "") -> State:
         d.mkdir(parents=True, exist_ok=True)
     if pod_security and pod_security not in POD_SECURITY_LEVELS:
         raise ClusterError(f"pod security level {pod_security!r}: one of {', '.join(POD_SECURITY_LEVELS)}")
-    state = State(ports=free_ports(PORTS), pod_security=pod_security)
+    if pod_gc_threshold < 0:
+        raise ClusterError(f"pod GC threshold {pod_gc_threshold}: 0 (the default) or more")
+    state = State(ports=free_ports(PORTS), pod_security=pod_security, pod_gc_threshold=pod_gc_threshold)
     if pod_security:
         run.admission_config.write_text(yaml.safe_dump(admission_config(pod_security), sort_keys=False))
     state.save(run)

@@ -53,6 +53,8 @@ def table(figures: Mapping[str, Any]) -> str:
         ("sro writes in the audit log", f"{f['sro']['audit_writes']}"),
         ("pods sro made again after a deletion", str(f["sro"].get("pods_created_again", "(not counted)"))),
         ("creating applies of a pod repeated", str(f["sro"].get("pod_applies_repeated", "(not counted)"))),
+        ("pods sro deleted", str(f["sro"].get("pods_deleted_by_sro", "(not counted)"))),
+        ("pods the pod garbage collector deleted", str(f["sro"].get("pods_collected", "(not counted)"))),
         ("floor of writes (objects + nodes x labels)", f"{f['sro']['write_floor']}"),
     ]
     steps = f["sro"].get("steps") or {}
