@@ -183,6 +183,8 @@ def _to_apply(
                 continue
         elif obj.state not in opened and obj.state not in started:
             continue
+        elif obj.kind == "Pod" and obj.wait and walked.phase_counts(obj.state).get(progress.Phase.COMPLETE):
+            continue  # it succeeded and is gone since (the walk's record): not again
         if obj.kind == "Pod" and (walked.ref(obj) in seen.objects or seen.pod(walked.ref(obj)) is not None):
             continue  # a pod's spec is immutable: one that must change is deleted, then made again
         if missing:

@@ -28,7 +28,8 @@ on 4,200 nodes). The label is sro's record of that success, so the state stays c
 there and the pod is not made again; judging it absent would reset every later state on
 the node and take its device plugin away. The label counts only on a node cached at
 least as new as sro's own last patch of it, so one sro just removed (a reset) is never
-taken for a record. Removing the label by hand runs the pod again.
+taken for a record. Removing the label by hand runs the pod again. A pod of the state
+that runs once for the cluster is recorded alike by the label on any selected node.
 
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
@@ -168,7 +169,10 @@ class _Judge:
         live = seen.objects.get(ref)
         if obj.kind == "Pod":
             pod = seen.pod(ref)
-            if obj.node is not None and _collected(pod) and self.recorded(obj.state, obj.node):
+            where = obj.node
+            if _collected(pod) and (
+                self.recorded(obj.state, where) if where is not None else self.recorded_anywhere(obj.state)
+            ):
                 return readiness.READY  # it succeeded, and then the pod garbage collector took it
             verdict = readiness.pod_verdict(obj, pod, logs=seen.logs)
             retry = seen.retries.get(ref)
@@ -186,6 +190,11 @@ class _Judge:
         if view is None or not self._seen.shows_own_writes(view):
             return False
         return view.labels.get(lifecycle.state_label(self._wanted.sr_name, state)) == lifecycle.READY_VALUE
+
+    def recorded_anywhere(self, state: str) -> bool:
+        """Whether any selected node carries ``state``'s ready label (``recorded``): a
+        cluster-wide pod of the state succeeded, or the label would not be there."""
+        return any(self.recorded(state, node) for node in self._wanted.nodes)
 
     def cluster(self, state: str) -> tuple[readiness.Verdict, ...]:
         if state not in self._cluster:

@@ -266,6 +266,36 @@ def test_a_running_pod_being_deleted_is_no_success() -> None:
     assert labels_of(p)["n1"][label("state-validation")] is None
 
 
+def test_a_cluster_wide_pod_collected_after_it_succeeded_resets_no_node_and_is_not_made_again() -> None:
+    # A pod that runs once for the cluster: every node's later states hang on it.
+    objects = [
+        ds("driver", "state-driver"),
+        obj("Pod", "setup", "state-validation"),
+        ds("plugin", "state-device-plugin"),
+    ]
+    world = World(desired=wanted(LINEAR, objects, NODES), nodes={n: node(n) for n in NODES})
+    world.settle()
+    labelled = {n: dict(world.nodes[n].labels) for n in NODES}
+    assert all(
+        world.complete_states(n) == {"state-driver", "state-validation", "state-device-plugin"} for n in NODES
+    )
+    _collected(world, "setup")
+
+    p = world.step()
+    assert labels_of(p) == {} and p.delete == ()
+    assert [o.ref.name for o in p.apply if o.kind == "Pod"] == []
+    world.settle()
+    assert world.created.count(obj("Pod", "setup", "s").ref) == 1
+    assert {n: dict(world.nodes[n].labels) for n in NODES} == labelled
+
+    # With no node left carrying the state's label, nothing records it: it runs again.
+    for n in NODES:
+        labels = {k: v for k, v in world.nodes[n].labels.items() if k != label("state-validation")}
+        world.nodes[n] = replace(world.nodes[n], labels=labels)
+    world.settle()
+    assert world.created.count(obj("Pod", "setup", "s").ref) == 2
+
+
 def test_a_collected_pods_label_is_no_record_on_a_node_cached_older_than_sros_patch_of_it() -> None:
     # The label may be one sro has just removed: until the cached node is as new as sro's
     # last patch of it, a missing pod is missing, as before. Other nodes are not concerned.
