@@ -30,6 +30,7 @@ from sro.engine import drains, node_writes, pod_logs, ports, upgrade_jobs, write
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import lifecycle, outcomes, planner
+from sro.plan import observed as observed_
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +43,7 @@ class Executed:
     logs_matched: bool
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    node_versions: Mapping[str, int] = field(default_factory=dict)  # node_writes.Written.versions
+    node_answers: Mapping[str, observed_.NodeAnswer] = field(default_factory=dict)  # Written.answers
 
 
 async def execute(
@@ -112,5 +113,5 @@ async def execute(
         logs_matched=logs_matched,
         drained=draining.result(),
         jobs=jobs.result(),
-        node_versions=written.versions,
+        node_answers=written.answers,
     )

@@ -15,7 +15,8 @@ import structlog
 from sro import errors
 from sro.engine import ports, waves
 from sro.model import bodies, views
-from sro.plan import node_patches
+from sro.plan import lifecycle, node_patches
+from sro.plan import observed as observed_
 
 log = structlog.get_logger(__name__)
 
@@ -23,12 +24,12 @@ log = structlog.get_logger(__name__)
 @dataclass(frozen=True, kw_only=True)
 class Written:
     """(node, error) for each change that failed, by node name; the labels each changed
-    node shows now (its patch's answer, or the cache when it needed no patch); and the
-    resourceVersion each patch returned (``Observed.node_versions`` of the next passes)."""
+    node shows now (its patch's answer, or the cache when it needed no patch); and what
+    each patch returned (``Observed.node_answers`` of the next passes)."""
 
     failures: tuple[tuple[str, errors.SroError], ...]
     labels: Mapping[str, Mapping[str, str]]
-    versions: Mapping[str, int] = field(default_factory=dict)
+    answers: Mapping[str, observed_.NodeAnswer] = field(default_factory=dict)
 
 
 async def carry_out(
@@ -47,7 +48,8 @@ async def carry_out(
     by_name = {n.name: n for n in nodes}
     failures: list[tuple[str, errors.SroError]] = []
     shown: dict[str, Mapping[str, str]] = {}
-    versions: dict[str, int] = {}
+    answers: dict[str, observed_.NodeAnswer] = {}
+    own = lifecycle.label_prefix(sr_name)
 
     async def send(change: node_patches.NodeChange) -> None:
         node = by_name.get(change.node)
@@ -59,8 +61,11 @@ async def carry_out(
         try:
             answer = await writer.patch_node(change.node, patch)
             labels = (answer.get("metadata") or {}).get("labels")
-            shown[change.node] = labels if isinstance(labels, Mapping) else {}
-            versions[change.node] = bodies.version_of(answer)
+            shown[change.node] = labels = labels if isinstance(labels, Mapping) else {}
+            answers[change.node] = observed_.NodeAnswer(
+                version=bodies.version_of(answer),
+                labels={k: v for k, v in labels.items() if k.startswith(own)},
+            )
             log.debug("node patched", sr=sr_name, node=change.node, patch=patch)
         except errors.NotFound:
             return
@@ -68,4 +73,4 @@ async def carry_out(
             failures.append((change.node, exc))
 
     await waves.bounded(changes, send, limit=limit)
-    return Written(failures=tuple(sorted(failures, key=lambda f: f[0])), labels=shown, versions=versions)
+    return Written(failures=tuple(sorted(failures, key=lambda f: f[0])), labels=shown, answers=answers)

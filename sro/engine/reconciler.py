@@ -70,7 +70,7 @@ class _Memory:
     rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
     expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
     walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
-    node_versions: dict[str, int] = field(default_factory=dict)  # what node patches returned
+    node_answers: dict[str, observed_.NodeAnswer] = field(default_factory=dict)  # what node patches returned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,7 +252,7 @@ class Engine:
             rechecked=memory.rechecked,
             preflight=expected,
             walk_memo=memory.walked,
-            node_versions=memory.node_versions,
+            node_answers=memory.node_answers,
         )
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
@@ -283,8 +283,8 @@ class Engine:
         )
         memory.drained = executed.drained
         selected = set(wanted.nodes)
-        memory.node_versions = {
-            n: v for n, v in {**memory.node_versions, **executed.node_versions}.items() if n in selected
+        memory.node_answers = {
+            n: w for n, w in {**memory.node_answers, **executed.node_answers}.items() if n in selected
         }
         memory.jobs = executed.jobs
         kept = {o.ref for o in wanted.objects}

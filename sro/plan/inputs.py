@@ -239,7 +239,7 @@ def observe(
     rechecked: frozenset[str] = frozenset(),
     preflight: observed_.Preflight = observed_.NO_PREFLIGHT,
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY,
-    node_versions: Mapping[str, int] = MappingProxyType({}),
+    node_answers: Mapping[str, observed_.NodeAnswer] = MappingProxyType({}),
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
     what the registry said of each kernel group's images).
@@ -274,7 +274,7 @@ def observe(
         rechecked=rechecked,
         preflight=preflight,
         walk_memo=walk_memo,
-        node_versions=node_versions,
+        node_answers=node_answers,
     )
 
 

@@ -213,6 +213,15 @@ _NO_STATUS: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, kw_only=True)
+class NodeAnswer:
+    """What sro's last patch of a node returned: its resourceVersion, and the labels of
+    this SpecialResource it carried (``<sr>.sro.dev/...``; the rest is not kept)."""
+
+    version: int
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Observed:
     """Everything the planner reads about one SpecialResource's world.
 
@@ -278,14 +287,18 @@ class Observed:
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY
     """The last walk's memory (``sro.plan.walk_memo``): engine memory, like ``logs``; a
     node whose inputs did not change since is not walked again."""
-    node_versions: Mapping[str, int] = field(default_factory=dict)
-    """The resourceVersion sro's last patch of each node returned, this process (engine
-    memory): a cached node older than that does not show sro's own last write yet."""
+    node_answers: Mapping[str, NodeAnswer] = field(default_factory=dict)
+    """What sro's last patch of each node returned, this process (engine memory): a cached
+    node older than that does not show sro's own last write yet."""
 
-    def shows_own_writes(self, node: views.NodeView) -> bool:
-        """Whether ``node`` as cached is at least as new as sro's last patch of it."""
-        written = self.node_versions.get(node.name)
-        return written is None or bodies.version_number(node.resource_version) >= written
+    def own_labels(self, node: views.NodeView) -> Mapping[str, str]:
+        """``node``'s labels as of sro's own last write to it at the least: as cached, or,
+        while the cache is older than sro's last patch of it, as that patch returned them
+        (sro's own labels only: ``NodeAnswer``)."""
+        written = self.node_answers.get(node.name)
+        if written is None or bodies.version_number(node.resource_version) >= written.version:
+            return node.labels
+        return written.labels
 
     @cached_property
     def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:

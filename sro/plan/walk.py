@@ -26,10 +26,12 @@ the pod garbage collector above all (it deletes the oldest finished pods once a 
 holds more than ``--terminated-pod-gc-threshold``, 12,500 by default: three validations
 on 4,200 nodes). The label is sro's record of that success, so the state stays complete
 there and the pod is not made again; judging it absent would reset every later state on
-the node and take its device plugin away. The label counts only on a node cached at
-least as new as sro's own last patch of it, so one sro just removed (a reset) is never
-taken for a record. Removing the label by hand runs the pod again. A pod of the state
-that runs once for the cluster is recorded alike by the label on any selected node.
+the node and take its device plugin away. The label is read as of sro's own last write
+to the node: from the cache, or while the cache lags that write, from what the patch
+returned (``Observed.own_labels``); so one sro just removed (a reset) is never taken for a
+record, and one it just set counts before the watch brings it. Removing the label by
+hand runs the pod again. A pod of the state that runs once for the cluster is recorded
+alike by the label on any selected node.
 
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
@@ -184,12 +186,13 @@ class _Judge:
         return readiness.cluster_object(obj, live)
 
     def recorded(self, state: str, node: str) -> bool:
-        """Whether ``node`` carries ``state``'s ready label, as cached at least as new as
-        sro's own last patch of it (so a label sro just removed does not count)."""
+        """Whether ``node`` carries ``state``'s ready label as of sro's own last write to
+        it (``Observed.own_labels``: a label sro just removed does not count)."""
         view = self._seen.nodes.get(node)
-        if view is None or not self._seen.shows_own_writes(view):
+        if view is None:
             return False
-        return view.labels.get(lifecycle.state_label(self._wanted.sr_name, state)) == lifecycle.READY_VALUE
+        labels = self._seen.own_labels(view)
+        return labels.get(lifecycle.state_label(self._wanted.sr_name, state)) == lifecycle.READY_VALUE
 
     def recorded_anywhere(self, state: str) -> bool:
         """Whether any selected node carries ``state``'s ready label (``recorded``): a

@@ -194,7 +194,7 @@ class World:
     pod_outcome: dict[str, str] = field(default_factory=dict)  # pod name -> phase
     last: planner.Plan | None = None
     created: list[desired.ObjectRef] = field(default_factory=list)
-    node_versions: dict[str, int] = field(default_factory=dict)  # what sro's node patches returned
+    node_answers: dict[str, observed.NodeAnswer] = field(default_factory=dict)  # sro's node patches
 
     def observe(self) -> observed.Observed:
         return observed.Observed(
@@ -205,7 +205,7 @@ class World:
             pods=tuple(self.pods.values()),
             previous_status=self.status,
             retries=self.retries,
-            node_versions=self.node_versions,
+            node_answers=self.node_answers,
         )
 
     def step(self) -> planner.Plan:
