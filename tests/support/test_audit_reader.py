@@ -26,6 +26,7 @@ def event(
     user: str = "sro-admin",
     code: int = 200,
     sub: str = "",
+    uri: str = "/api/v1/namespaces/ns/configmaps",
 ) -> dict[str, Any]:
     ref = {"resource": "configmaps", "namespace": "ns", "name": name, "apiVersion": "v1"}
     if sub:
@@ -34,7 +35,7 @@ def event(
         "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": f"id-{name}-{verb}",
         "stage": stage, "verb": verb, "user": {"username": user, "groups": ["system:masters"]},
         "userAgent": agent, "objectRef": ref, "responseStatus": {"metadata": {}, "code": code},
-        "requestReceivedTimestamp": at, "stageTimestamp": at,
+        "requestReceivedTimestamp": at, "stageTimestamp": at, "requestURI": uri,
     }  # fmt: skip
 
 
@@ -67,6 +68,12 @@ def test_completed_writes_only_and_a_half_written_last_line_is_skipped(tmp_path:
     )  # fmt: skip
     assert first.by_sro and first.succeeded
     assert not writes[1].by_sro
+
+
+def test_a_dry_run_is_told_from_a_write(tmp_path: Path) -> None:
+    uri = "/api/v1/namespaces/ns/configmaps/a?dryRun=All&fieldManager=sro&force=true"
+    log = write_log(tmp_path / "audit.log", [event("patch", "a", code=201, uri=uri), event("patch", "a")])
+    assert [w.dry_run for w in audit.read(log)] == [True, False]
 
 
 def test_missing_log_is_empty(tmp_path: Path) -> None:

@@ -46,7 +46,9 @@ def test_each_states_fastest_pod_counts_from_when_it_was_first_seen() -> None:
     assert 0.0 <= times.fastest["s"] < 5.0
 
 
-def _write(verb: str, name: str, code: int, *, sro: bool = True, user: str = "u") -> audit.Write:
+def _write(
+    verb: str, name: str, code: int, *, sro: bool = True, user: str = "u", dry_run: bool = False
+) -> audit.Write:
     return audit.Write(
         time=datetime.datetime(2026, 11, 27, tzinfo=datetime.UTC),
         user=user,
@@ -58,11 +60,13 @@ def _write(verb: str, name: str, code: int, *, sro: bool = True, user: str = "u"
         name=name,
         code=code,
         audit_id="",
+        dry_run=dry_run,
     )
 
 
 def test_pods_made_again_after_a_deletion_are_told_from_repeated_applies() -> None:
     writes = [
+        _write("patch", "a", 201, dry_run=True),  # tried first: makes nothing
         _write("patch", "a", 201),
         _write("patch", "a", 201),  # a racing second apply: no deletion between
         _write("patch", "b", 201),

@@ -80,6 +80,7 @@ class Write:
     code: int  # the HTTP status of the answer
     audit_id: str
     api_group: str = ""  # "" for the core group
+    dry_run: bool = False  # validated and answered, nothing stored (``?dryRun=All``)
 
     @property
     def succeeded(self) -> bool:
@@ -113,6 +114,7 @@ def parse_event(event: dict[str, Any]) -> Write | None:
         code=int((event.get("responseStatus") or {}).get("code", 0) or 0),
         audit_id=str(event.get("auditID", "")),
         api_group=str(ref.get("apiGroup", "")),
+        dry_run="dryRun=" in str(event.get("requestURI", "")),
     )
 
 

@@ -100,8 +100,8 @@ def pod_creations(writes: list[audit.Write]) -> dict[str, int]:
     made: set[str] = set()  # made and not deleted since
     seen_before: set[str] = set()  # made at some time
     for w in writes:
-        if w.resource != "pods" or w.subresource:
-            continue
+        if w.resource != "pods" or w.subresource or w.dry_run:
+            continue  # a dry run (a state's first writes are tried so first) makes nothing
         if w.verb == "delete" and w.succeeded:
             made.discard(w.name)
             deleted += w.by_sro
