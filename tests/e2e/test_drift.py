@@ -92,7 +92,7 @@ async def test_a_validation_pod_deleted_after_it_succeeded_changes_nothing_on_it
     pod = validation["metadata"]["name"]
     since = datetime.now(UTC)
 
-    async def a_pass_has_decided(before: int) -> None:
+    async def a_pass_has_decided(before: float) -> None:
         # Any change of the pod wakes a pass; once one has run and the queue is empty,
         # sro has decided on what it saw.
         await waiting.wait_for(
