@@ -32,7 +32,7 @@ from types import MappingProxyType
 
 from sro import errors
 from sro.model import desired, progress, views
-from sro.plan import node_patches, readiness
+from sro.plan import node_patches, readiness, walk_memo
 from sro.plan import observed as observed_
 
 COMPLETE = "complete"
@@ -137,37 +137,86 @@ def kernel_resets(wanted: desired.DesiredState, seen: observed_.Observed) -> fro
     return frozenset(resets)
 
 
+@dataclass(frozen=True, kw_only=True)
+class NodeChanges:
+    """``node_changes``' answer, and the memory the next plan may reuse (``walk_memo``)."""
+
+    changes: tuple[node_patches.NodeChange, ...]
+    memo: walk_memo.Memo
+
+
 def node_changes(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk
-) -> tuple[node_patches.NodeChange, ...]:
-    """Label, annotation and taint changes for selected and departed nodes, by node name."""
+) -> NodeChanges:
+    """Label, annotation and taint changes for selected and departed nodes, by node name.
+
+    A selected node's change depends only on its walk, its cached record, its kernel group
+    and the SpecialResource's taints: a node whose walk this plan reused and whose record
+    is unchanged gets the change the last plan computed (``walk_memo.Memo.changed``)."""
     sr = wanted.sr_name
     prefix, annotation = label_prefix(sr), kernel_annotation(sr)
     keys = {s: state_label(sr, s) for s in walked.order}
     done = complete_label(sr)
     upgrading = label_prefix(sr) + UPGRADE  # the upgrade walk's own (``sro.plan.upgrade``)
+    memo = walked.memo if isinstance(walked.memo, walk_memo.Memo) else walk_memo.EMPTY
+    pass_key = (sr, walked.order, seen.taints, memo.key)
+    remembered: dict[str, walk_memo.Changed] = {}
     changes: list[node_patches.NodeChange] = []
     for name in wanted.nodes:
-        node = seen.nodes.get(name) or views.NodeView(name=name)
-        want = {keys[s]: READY_VALUE for s in walked.complete_states(name)}
-        if len(want) == len(keys):
-            want[done] = COMPLETE_VALUE
-        mine = [k for k in node.labels if k.startswith(prefix) and k != upgrading]
-        labels = _diff(node.labels, want, owned=mine)
-        group = wanted.kernel_groups.get(name)
-        # The kernel group the labels were earned on: written with the first label (a node
-        # with no label of ours has nothing a kernel change could invalidate), so a fresh
-        # node's first patch is its first label, not a patch of its own.
-        recorded = mine or annotation in node.annotations or any(v is not None for v in labels.values())
-        annotations = _diff(node.annotations, {annotation: group.key} if group and recorded else {}, owned=())
-        taints = _taints(node, sr_name=sr, wanted=seen.taints)
-        if labels or annotations or taints is not None:
-            changes.append(
-                node_patches.NodeChange(node=name, labels=labels, annotations=annotations, taints=taints)
-            )
+        cached = seen.nodes.get(name)
+        walked_here = memo.nodes.get(name)
+        known = seen.walk_memo.changed(name, key=pass_key, view=cached, walked=walked_here)
+        if known is None:
+            change = _node_change(
+                name, cached, wanted=wanted, seen=seen, walked=walked, keys=keys, done=done,
+                prefix=prefix, annotation=annotation, upgrading=upgrading,
+            )  # fmt: skip
+            if walked_here is not None:
+                known = walk_memo.Changed(view=cached, walked=walked_here, change=change)
+        else:
+            change = known.change
+        if known is not None:
+            remembered[name] = known
+        if change is not None:
+            changes.append(change)
     selected = set(wanted.nodes)
     changes.extend(strip_nodes(sr, (n for n in seen.departed if n.name not in selected)))
-    return tuple(sorted(changes, key=lambda c: c.node))
+    return NodeChanges(
+        changes=tuple(sorted(changes, key=lambda c: c.node)),
+        memo=dataclasses.replace(memo, changes=remembered, changes_key=pass_key),
+    )
+
+
+def _node_change(
+    name: str,
+    cached: views.NodeView | None,
+    *,
+    wanted: desired.DesiredState,
+    seen: observed_.Observed,
+    walked: progress.Walk,
+    keys: Mapping[str, str],
+    done: str,
+    prefix: str,
+    annotation: str,
+    upgrading: str,
+) -> node_patches.NodeChange | None:
+    """One selected node's change (``node_changes``), None when it needs none."""
+    node = cached or views.NodeView(name=name)
+    want = {keys[s]: READY_VALUE for s in walked.complete_states(name)}
+    if len(want) == len(keys):
+        want[done] = COMPLETE_VALUE
+    mine = [k for k in node.labels if k.startswith(prefix) and k != upgrading]
+    labels = _diff(node.labels, want, owned=mine)
+    group = wanted.kernel_groups.get(name)
+    # The kernel group the labels were earned on: written with the first label (a node
+    # with no label of ours has nothing a kernel change could invalidate), so a fresh
+    # node's first patch is its first label, not a patch of its own.
+    recorded = mine or annotation in node.annotations or any(v is not None for v in labels.values())
+    annotations = _diff(node.annotations, {annotation: group.key} if group and recorded else {}, owned=())
+    taints = _taints(node, sr_name=wanted.sr_name, wanted=seen.taints)
+    if labels or annotations or taints is not None:
+        return node_patches.NodeChange(node=name, labels=labels, annotations=annotations, taints=taints)
+    return None
 
 
 def upgrade_annotation(sr_name: str) -> str:

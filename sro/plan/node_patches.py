@@ -99,6 +99,8 @@ def taint_patch(
     """
     wanted_set = list(dict.fromkeys(wanted))
     owned = set(owned_taints(node, sr_name))
+    if not wanted_set and not owned:
+        return None  # nothing wanted, nothing recorded: most nodes, every pass
     current = list(node.taints)
     remove = {t for t in owned if t not in wanted_set}
     add = [t for t in wanted_set if t not in current]

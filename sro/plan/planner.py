@@ -309,9 +309,10 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     shown = dataclasses.replace(verdict, missing=verdict.missing - made.building)  # building: no news
     status = images.status(status, wanted, seen, shown, now=now)
     status = builds.status(status, made, previous=previous, generation=seen.generation, now=now)
+    labelled = lifecycle.node_changes(wanted, seen, walked)
+    walked = dataclasses.replace(walked, memo=labelled.memo)  # the next plan reuses unchanged nodes'
     node_labels = upgrade_status.merge(
-        images.node_changes(lifecycle.node_changes(wanted, seen, walked), wanted, seen, walked, verdict),
-        rollout.node_changes,
+        images.node_changes(labelled.changes, wanted, seen, walked, verdict), rollout.node_changes
     )
     setting = {c.node: c.labels for c in node_labels[:PASS_WRITES]}
     started: set[str] = set()  # states opened before: one object of each in the cluster is enough

@@ -132,12 +132,15 @@ class _Judge:
         self._daemonsets: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
         self._pinned: dict[tuple[str, str], list[desired.DesiredObject]] = {}
         self._pinned_on: dict[str, list[desired.DesiredObject]] = {}
+        self._pinned_names: dict[str, list[tuple[str, str]]] = {}  # as ``Observed.pods_by_name`` keys
         for o in wanted.objects:
             if not o.wait or o.state not in self._shared:
                 continue
             if o.node is not None:
                 self._pinned.setdefault((o.state, o.node), []).append(o)
                 self._pinned_on.setdefault(o.node, []).append(o)
+                ref = refs[id(o)][1]
+                self._pinned_names.setdefault(o.node, []).append((ref.namespace, ref.name))
             elif o.kind == "DaemonSet":
                 self._daemonsets[o.state].append(o)
             else:
@@ -225,18 +228,22 @@ class _Judge:
         """What only ``node``'s walk reads (``walk_memo``)."""
         seen = self._seen
         pods = seen.pods_by_node.get(node, ())
-        pinned = self._pinned_on.get(node, ())
-        named = tuple(seen.pod(self._refs[id(o)][1]) for o in pinned)
-        logs = seen.logs
-        return (
-            reset,
-            self._upgrading is not None and node in self._upgrading,
-            pods,
-            named,
-            tuple(self.recorded(o.state, node) for o, p in zip(pinned, named, strict=True) if _collected(p)),
-            tuple(logs.get(p.uid) for p in pods) if logs else (),
-            tuple(logs.get(p.uid) for p in named if p is not None) if logs else (),
+        named = tuple(map(seen.pods_by_name.get, self._pinned_names.get(node, ())))
+        collected = (
+            tuple(
+                self.recorded(o.state, node)
+                for o, p in zip(self._pinned_on[node], named, strict=True)
+                if _collected(p)
+            )
+            if None in named or any(p.deleting for p in named if p is not None)
+            else ()
         )
+        logs = seen.logs
+        if logs:  # the tails read of every pod the node's walk reads, in that order
+            tails = tuple([logs.get(p.uid) for p in pods] + [logs.get(p.uid) for p in named if p is not None])
+        else:
+            tails = ()
+        return (reset, self._upgrading is not None and node in self._upgrading, pods, named, collected, tails)
 
     def on_node(self, state: str, node: str) -> list[readiness.Verdict]:
         group = self._wanted.kernel_groups.get(node)

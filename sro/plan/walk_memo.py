@@ -17,6 +17,11 @@ Pods are the cache's own records, replaced (never modified) when they change, so
 unchanged pod compares by identity, at once. Anything else changes the key and the node
 is walked as before; the result is the same either way (``tests/unit/plan``: a walk with
 the memo equals one without, pass after pass).
+
+The plan adds each node's label, annotation and taint change (``lifecycle.node_changes``,
+``Changed``): it depends only on the node's walk and its cached record, so a node whose
+walk was reused (the same ``Remembered``) and whose record is the same object as then
+gets the change computed then.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from sro.model import desired, progress
+from sro.model import desired, progress, views
+from sro.plan import node_patches
 
 NodeKey = tuple[object, ...]
 
@@ -39,7 +45,20 @@ class Remembered:
     logs: tuple[progress.LogRequest, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Changed:
+    """One node's change as a plan computed it (``None``: nothing to change), and from what."""
+
+    view: views.NodeView | None
+    walked: Remembered
+    change: node_patches.NodeChange | None
+
+
 def _no_nodes() -> Mapping[str, Remembered]:
+    return MappingProxyType({})
+
+
+def _no_changes() -> Mapping[str, Changed]:
     return MappingProxyType({})
 
 
@@ -52,6 +71,9 @@ class Memo:
     nodes: Mapping[str, Remembered] = field(default_factory=_no_nodes)
     refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(default_factory=dict)
     """Each object's ref by ``id``, as the walk indexed them (``progress.Walk.refs``)."""
+    changes: Mapping[str, Changed] = field(default_factory=_no_changes)
+    changes_key: tuple[object, ...] = ()
+    """What every node's change reads alike (``lifecycle.node_changes``)."""
 
     def same_objects(self, objects: Sequence[desired.DesiredObject]) -> bool:
         """Whether this memo was made from these objects (the same instances)."""
@@ -66,6 +88,17 @@ class Memo:
     def recall(self, node: str, key: NodeKey) -> Remembered | None:
         known = self.nodes.get(node)
         return known if known is not None and known.key == key else None
+
+    def changed(
+        self, node: str, *, key: tuple[object, ...], view: views.NodeView | None, walked: Remembered | None
+    ) -> Changed | None:
+        """The change this memo holds for ``node``, if computed from the same pass inputs,
+        the same walk record and the same cached record (identity: both are replaced, never
+        modified, when anything in them changes)."""
+        known = self.changes.get(node)
+        if known is None or walked is None or known.walked is not walked or known.view is not view:
+            return None
+        return known if self.changes_key == key else None
 
 
 EMPTY = Memo()

@@ -74,7 +74,7 @@ def test_a_reset_node_is_pending_everywhere_and_loses_its_labels() -> None:
     walked = walk.walk(want, view, reset=lifecycle.kernel_resets(want, view))
     assert walked.nodes["n1"]["s"].phase is progress.Phase.PENDING
     assert walked.nodes["n1"]["s"].reason == walk.RESET_REASON
-    (change,) = lifecycle.node_changes(want, view, walked)
+    (change,) = lifecycle.node_changes(want, view, walked).changes
     assert change.labels == {lifecycle.state_label(SR, "s"): None}
     assert change.annotations == {key: K2.key}
 

@@ -3,7 +3,9 @@
 Randomised worlds stepped the way a converging fleet steps: pods appear, become ready,
 fail, are replaced; log tails arrive; nodes are reset; a DaemonSet's template moves on.
 At every step the walk with the memo must equal the walk without it, and a node whose
-inputs did not change must be recalled, not walked again.
+inputs did not change must be recalled, not walked again; the same holds for each node's
+label, annotation and taint change (``lifecycle.node_changes``), with the nodes' records
+changing as sro's patches, an administrator and the SpecialResource's taints change them.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import dataclasses
 import random
 
 import pytest
-from builders import K1, K2, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
+from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
 
 from sro.model import desired, views
-from sro.plan import observed, walk, walk_memo
+from sro.plan import lifecycle, node_patches, observed, walk, walk_memo
 
 NODES = [f"n{i}" for i in range(8)]
 GROUPS = {n: (K1 if i % 2 else K2) for i, n in enumerate(NODES)}
@@ -70,7 +72,13 @@ def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, objec
         world["generation"] = int(world["generation"]) + 1  # type: ignore[call-overload]
 
 
-def _observe(want: desired.DesiredState, world: dict[str, object], memo: walk_memo.Memo) -> observed.Observed:
+def _observe(
+    want: desired.DesiredState,
+    world: dict[str, object],
+    memo: walk_memo.Memo,
+    nodes: dict[str, views.NodeView] | None = None,
+    taints: tuple[views.Taint, ...] = (),
+) -> observed.Observed:
     generation = int(world["generation"])  # type: ignore[call-overload]
     lives = [
         live(o, generation=generation) if o.kind == "DaemonSet" else live(o)
@@ -79,11 +87,12 @@ def _observe(want: desired.DesiredState, world: dict[str, object], memo: walk_me
     ]
     logs = {uid: dict(tails) for uid, tails in world["logs"].items()}  # type: ignore[attr-defined]
     return seen(
-        [node(n) for n in NODES],
+        [node(n) for n in NODES] if nodes is None else nodes.values(),
         objects=lives,
         pods=world["pods"].values(),  # type: ignore[attr-defined]
         logs=logs,
         walk_memo=memo,
+        taints=taints,
     )
 
 
@@ -120,3 +129,50 @@ def test_other_objects_make_the_memo_unusable() -> None:
     copied = dataclasses.replace(want, objects=tuple(dataclasses.replace(o) for o in want.objects))
     assert first.memo.usable(want.objects, first.memo.key)
     assert not first.memo.usable(copied.objects, first.memo.key)
+
+
+TAINT = views.Taint(key="example.com/gpu", value="", effect="NoSchedule")
+
+
+def _patched(view: views.NodeView, change: node_patches.NodeChange) -> views.NodeView:
+    """``view`` after sro's patch of ``change`` landed (a new record, as the cache keeps)."""
+    labels = {k: v for k, v in {**view.labels, **change.labels}.items() if v is not None}
+    annotations = {k: v for k, v in {**view.annotations, **change.annotations}.items() if v is not None}
+    patch = node_patches.for_change(view, change, sr_name=SR)
+    taints = view.taints
+    if patch is not None and "spec" in patch:
+        taints = tuple(views.Taint(**t) for t in patch["spec"]["taints"])
+        annotations.update({k: v for k, v in patch["metadata"]["annotations"].items() if v is not None})
+    return dataclasses.replace(view, labels=labels, annotations=annotations, taints=taints)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_node_changes_with_the_memo_equal_those_without(seed: int) -> None:
+    rng = random.Random(seed)
+    want = _recipe()
+    world: dict[str, object] = {"pods": {}, "logs": {}, "reset": frozenset(), "generation": 1}
+    nodes = {n: node(n) for n in NODES}
+    taints: tuple[views.Taint, ...] = ()
+    memo = walk_memo.EMPTY
+    reused = 0
+    for _ in range(40):
+        _step(rng, want, world)
+        reset = world["reset"]
+        assert isinstance(reset, frozenset)
+        if rng.random() < 0.1:
+            taints = () if taints else (TAINT,)  # the SpecialResource's taints edited
+        if rng.random() < 0.2:  # an administrator's label on one node
+            n = rng.choice(NODES)
+            nodes[n] = dataclasses.replace(nodes[n], labels={**nodes[n].labels, "team": str(rng.random())})
+        kept = _observe(want, world, memo, nodes, taints)
+        walked = walk.walk(want, kept, reset=reset)
+        with_memo = lifecycle.node_changes(want, kept, walked)
+        scratch = _observe(want, world, walk_memo.EMPTY, nodes, taints)
+        fresh = lifecycle.node_changes(want, scratch, walk.walk(want, scratch, reset=reset))
+        assert with_memo.changes == fresh.changes
+        reused += sum(1 for n in NODES if memo.changes.get(n) is with_memo.memo.changes.get(n) is not None)
+        memo = with_memo.memo
+        for change in with_memo.changes:
+            if rng.random() < 0.7:  # most patches land before the next pass
+                nodes[change.node] = _patched(nodes[change.node], change)
+    assert reused > 0, "an unchanged node's change is reused, not computed again"
