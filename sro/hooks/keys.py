@@ -11,6 +11,7 @@ hook off silently.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from sro import errors
@@ -22,10 +23,20 @@ LEGACY_PREFIX = "specialresource.openshift.io/"
 LEGACY_IGNORED = frozenset({"state", "driver-container-vendor"})
 
 
+@functools.cache
+def _keys(name: str) -> tuple[str, str]:
+    # The same string objects every time: a string hashes once, and the planner reads
+    # hook annotations of every object every pass.
+    return PREFIX + name, LEGACY_PREFIX + name
+
+
 def get(obj: desired.DesiredObject, name: str) -> str | None:
     """The value of hook annotation ``name`` (``sro.dev/`` first, then the legacy alias)."""
     annotations = obj.annotations
-    value = annotations.get(PREFIX + name, annotations.get(LEGACY_PREFIX + name))
+    key, legacy = _keys(name)
+    value = annotations.get(key)
+    if value is None:
+        value = annotations.get(legacy)
     return None if value is None else str(value)
 
 

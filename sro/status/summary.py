@@ -119,10 +119,16 @@ def kernel_rows(wanted: desired.DesiredState) -> list[KernelRow]:
 
 
 def _state_row(state: str, walked: progress.Walk) -> StateRow:
-    on_nodes = sorted((node, states[state]) for node, states in walked.nodes.items())
+    # The walk counted the phases: the nodes are read again only for a failure or for the
+    # first node still waiting, one pass and no sort (this runs for every state, every pass).
     phases = walked.phase_counts(state)
-    failing = [(n, ns) for n, ns in on_nodes if ns.phase is progress.Phase.FAILED]
-    total, complete = len(on_nodes), phases.get(progress.Phase.COMPLETE, 0)
+    failed = progress.Phase.FAILED
+    failing = (
+        sorted((n, states[state]) for n, states in walked.nodes.items() if states[state].phase is failed)
+        if phases.get(failed)
+        else []
+    )
+    total, complete = len(walked.nodes), phases.get(progress.Phase.COMPLETE, 0)
     if failing:
         phase = progress.Phase.FAILED
     elif complete == total:
@@ -135,9 +141,8 @@ def _state_row(state: str, walked: progress.Walk) -> StateRow:
     if failing:
         message = f"failed on {_plural(len(failing), 'node')}"
     elif phase is not progress.Phase.COMPLETE:
-        waiting = [(n, ns) for n, ns in on_nodes if ns.phase is not progress.Phase.COMPLETE]
-        node, first = next(((n, ns) for n, ns in waiting if ns.stuck), waiting[0])
-        more = f" (and {_plural(len(waiting) - 1, 'more node')})" if len(waiting) > 1 else ""
+        waiting, node, first = _first_waiting(state, walked)
+        more = f" (and {_plural(waiting - 1, 'more node')})" if waiting > 1 else ""
         message = f"{node}: {first.reason}{more}"
     return {
         "name": state,
@@ -148,6 +153,21 @@ def _state_row(state: str, walked: progress.Walk) -> StateRow:
             {"node": n, "reason": clip(ns.reason, REASON_MAX)} for n, ns in failing[:FAILING_NODES_MAX]
         ],
     }
+
+
+def _name(row: tuple[str, progress.NodeState]) -> str:
+    return row[0]
+
+
+def _first_waiting(state: str, walked: progress.Walk) -> tuple[int, str, progress.NodeState]:
+    """How many nodes ``state`` is not complete on, and the first of them by name (the
+    first stuck one if any is stuck; there is at least one)."""
+    complete = progress.Phase.COMPLETE
+    waiting = [
+        (n, states[state]) for n, states in walked.nodes.items() if states[state].phase is not complete
+    ]
+    node, ns = min((w for w in waiting if w[1].stuck), default=None, key=_name) or min(waiting, key=_name)
+    return len(waiting), node, ns
 
 
 def status_from_walk(
