@@ -93,16 +93,18 @@ class NodeView:
         The kernel enters as ``kernel``, not as ``nodeInfo``'s version: that is read only
         while NFD has not labelled the node, so a kubelet reporting its new kernel ahead of
         NFD's relabel wakes no pass (the relabel does, an instant later)."""
+        # The mappings themselves: they compare as mappings, with no sort (every Node event
+        # of every heartbeat asks this of two views).
         return (
-            tuple(sorted(self.labels.items())),
+            self.labels,
             self.taints,
             self.unschedulable,
             self.ready,
             self.kernel,
             self.os_image,
             self.architecture,
-            tuple(sorted(self.extended.items())),
-            tuple(sorted(self.annotations.items())),
+            self.extended,
+            self.annotations,
         )
 
     @classmethod
