@@ -125,18 +125,17 @@ def inputs_digest(body: Mapping[str, object]) -> str:
 def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
     """``wanted`` without build states (and ``after`` edges to them), ``seen`` without the
     build Jobs' own image answers (a builder image gates no node), and the build specs."""
-    states = builds.build_states(wanted.objects)
-    if not states:
+    jobs = tuple(o for o in wanted.objects if builds.is_build(o))  # each object asked once, every pass
+    if not jobs:
         return Split(wanted=wanted, seen=seen)
-    specs = specs_of(wanted.objects, checks=seen.images)
+    states = frozenset(o.state for o in jobs)
+    specs = specs_of(jobs, checks=seen.images)
     support, rest = [], []
     for obj in wanted.objects:
-        if builds.is_build(obj):
-            continue
-        if obj.state in states:
+        if obj.state not in states:
+            rest.append(obj)  # a build Job's state is a build state: none is here
+        elif not builds.is_build(obj):
             support.append(obj)
-        else:
-            rest.append(obj)
     kept = tuple(
         desired.StateSpec(name=s.name, after=tuple(a for a in s.after if a not in states))
         for s in wanted.states

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from sro import errors
 from sro.model import desired, progress, views
@@ -111,6 +112,53 @@ def _collected(pod: views.PodView | None) -> bool:
     return pod is None or (pod.deleting and pod.phase == "Succeeded")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Index:
+    """The desired objects a walk judges, indexed by state and node: the same for every
+    pass that walks the same objects (a render reused), so the walk's memory keeps it."""
+
+    objects: tuple[desired.DesiredObject, ...]
+    states: tuple[desired.StateSpec, ...]
+    refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]]
+    shared: Mapping[str, list[desired.DesiredObject]]  # state -> its cluster-wide objects
+    daemonsets: Mapping[str, list[desired.DesiredObject]]  # state -> its DaemonSets
+    pinned: Mapping[tuple[str, str], list[desired.DesiredObject]]  # (state, node) -> its per-node objects
+    pinned_on: Mapping[str, list[desired.DesiredObject]]  # node -> its per-node objects
+    pinned_names: Mapping[str, list[tuple[str, str]]]  # the same, as ``Observed.pods_by_name`` keys
+
+
+def index(wanted: desired.DesiredState, last: object) -> Index:
+    """``last`` when it indexed these very objects and states, else a new index."""
+    if (
+        isinstance(last, Index)
+        and last.states == wanted.states
+        and walk_memo.same(last.objects, wanted.objects)
+    ):
+        return last
+    refs = {id(o): (o, o.ref) for o in wanted.objects}
+    shared: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
+    daemonsets: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
+    pinned: dict[tuple[str, str], list[desired.DesiredObject]] = {}
+    pinned_on: dict[str, list[desired.DesiredObject]] = {}
+    pinned_names: dict[str, list[tuple[str, str]]] = {}
+    for o in wanted.objects:
+        if not o.wait or o.state not in shared:
+            continue
+        if o.node is not None:
+            pinned.setdefault((o.state, o.node), []).append(o)
+            pinned_on.setdefault(o.node, []).append(o)
+            ref = refs[id(o)][1]
+            pinned_names.setdefault(o.node, []).append((ref.namespace, ref.name))
+        elif o.kind == "DaemonSet":
+            daemonsets[o.state].append(o)
+        else:
+            shared[o.state].append(o)
+    return Index(
+        objects=wanted.objects, states=wanted.states, refs=refs, shared=shared, daemonsets=daemonsets,
+        pinned=pinned, pinned_on=pinned_on, pinned_names=pinned_names,
+    )  # fmt: skip
+
+
 class _Judge:
     """Verdicts of one state's objects, cluster-wide ones computed once per state.
 
@@ -122,32 +170,20 @@ class _Judge:
         self,
         wanted: desired.DesiredState,
         seen: observed_.Observed,
-        refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]],
+        index: Index,
         upgrading: frozenset[str] | None = None,
     ) -> None:
         self._upgrading = upgrading
         self._wanted = wanted
         self._seen = seen
-        self._shared: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
-        self._daemonsets: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
-        self._pinned: dict[tuple[str, str], list[desired.DesiredObject]] = {}
-        self._pinned_on: dict[str, list[desired.DesiredObject]] = {}
-        self._pinned_names: dict[str, list[tuple[str, str]]] = {}  # as ``Observed.pods_by_name`` keys
-        for o in wanted.objects:
-            if not o.wait or o.state not in self._shared:
-                continue
-            if o.node is not None:
-                self._pinned.setdefault((o.state, o.node), []).append(o)
-                self._pinned_on.setdefault(o.node, []).append(o)
-                ref = refs[id(o)][1]
-                self._pinned_names.setdefault(o.node, []).append((ref.namespace, ref.name))
-            elif o.kind == "DaemonSet":
-                self._daemonsets[o.state].append(o)
-            else:
-                self._shared[o.state].append(o)
+        self._shared = index.shared
+        self._daemonsets = index.daemonsets
+        self._pinned = index.pinned
+        self._pinned_on = index.pinned_on
+        self._pinned_names = index.pinned_names
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
         self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
-        self._refs = refs
+        self._refs = index.refs
         self._live: dict[int, tuple[observed_.LiveObject | None, str]] = {}
 
     def _daemonset(self, obj: desired.DesiredObject) -> tuple[observed_.LiveObject | None, str]:
@@ -271,9 +307,9 @@ def walk(
     ``upgrading`` None: only pods of the current template count anywhere."""
     order = topological_order(wanted.states)
     after = {s.name: s.after for s in wanted.states}
-    known_objects = seen.walk_memo.same_objects(wanted.objects)  # a render reused: indexed already
-    refs = seen.walk_memo.refs if known_objects else {id(o): (o, o.ref) for o in wanted.objects}
-    judge = _Judge(wanted, seen, refs, upgrading)
+    indexed = index(wanted, seen.walk_memo.index)  # a render reused: indexed already
+    refs = indexed.refs
+    judge = _Judge(wanted, seen, indexed, upgrading)
     logs: set[progress.LogRequest] = set()
     nodes: dict[str, dict[str, progress.NodeState]] = {}
     phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
@@ -317,7 +353,7 @@ def walk(
         for state, ns in states.items():
             phases[state][ns.phase] += 1
         nodes[node] = states
-    memo = walk_memo.Memo(objects=wanted.objects, key=pass_key, nodes=remembered, refs=refs)
+    memo = walk_memo.Memo(objects=wanted.objects, key=pass_key, nodes=remembered, index=indexed)
     return progress.Walk(
         order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo
     )

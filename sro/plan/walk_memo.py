@@ -45,6 +45,11 @@ class Remembered:
     logs: tuple[progress.LogRequest, ...]
 
 
+def same(a: Sequence[desired.DesiredObject], b: Sequence[desired.DesiredObject]) -> bool:
+    """Whether ``a`` and ``b`` hold the same instances, in order (a render reused)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Changed:
     """One node's change as a plan computed it (``None``: nothing to change), and from what."""
@@ -69,17 +74,16 @@ class Memo:
     objects: tuple[desired.DesiredObject, ...] = ()
     key: tuple[object, ...] = ()
     nodes: Mapping[str, Remembered] = field(default_factory=_no_nodes)
-    refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(default_factory=dict)
-    """Each object's ref by ``id``, as the walk indexed them (``progress.Walk.refs``)."""
+    index: object = None
+    """The objects as the walk indexed them, their refs included (``walk.Index``), reused
+    while they are the same objects."""
     changes: Mapping[str, Changed] = field(default_factory=_no_changes)
     changes_key: tuple[object, ...] = ()
     """What every node's change reads alike (``lifecycle.node_changes``)."""
 
     def same_objects(self, objects: Sequence[desired.DesiredObject]) -> bool:
-        """Whether this memo was made from these objects (the same instances)."""
-        return len(self.objects) == len(objects) and all(
-            a is b for a, b in zip(self.objects, objects, strict=True)
-        )
+        """Whether this memo was made from these objects (``same``)."""
+        return same(self.objects, objects)
 
     def usable(self, objects: Sequence[desired.DesiredObject], key: tuple[object, ...]) -> bool:
         """Whether this memo was made from the same objects and pass inputs."""

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict, cast
 
 from sro.model import crd_limits, desired, progress
-from sro.status import conditions
+from sro.status import conditions, rows
 from sro.status.body import (
     KernelRow,
     NodeTotals,
@@ -30,10 +29,6 @@ from sro.status.body import (
 )
 
 # The CRD's bounds (maxItems, maxLength): a longer value would make the API server refuse the write.
-FAILING_NODES_MAX = crd_limits.FAILING_NODES_MAX
-STATE_MAX = crd_limits.STATE_LINE_MAX
-ROW_MESSAGE_MAX = crd_limits.ROW_MESSAGE_MAX
-REASON_MAX = crd_limits.FAILING_REASON_MAX
 _KEEP_ON_ERROR = ("recipe", "nodes", "kernels", "states", "preflight", "upgrade")
 """What an error keeps: the rollout's row too (it is read back for its Events: dropped for a
 pass, a rolled-back rollout would report its rollback again when it came back)."""
@@ -50,17 +45,8 @@ class _Rest(TypedDict, total=False):
     upgrade: UpgradeStatus
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, marked with "..." when cut."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _body(
@@ -76,7 +62,7 @@ def _body(
 ) -> StatusBody:
     body: StatusBody = {
         "observedGeneration": generation,
-        "state": clip(f"{phase}: {line}", STATE_MAX),
+        "state": rows.clip(f"{phase}: {line}", crd_limits.STATE_LINE_MAX),
         "phase": phase,
         "ready": ready,
         "conditions": conditions.merge(
@@ -104,72 +90,6 @@ def _kept(base: Mapping[str, Any]) -> _Rest:
     return cast(_Rest, {k: base[k] for k in _KEEP_ON_ERROR if k in base})
 
 
-def kernel_rows(wanted: desired.DesiredState) -> list[KernelRow]:
-    """One row per kernel group among the selected nodes, sorted by kernel then OS (at most
-    the CRD's bound on rows and on their lengths)."""
-    selected = set(wanted.nodes)
-    counts = Counter(
-        (group.kernel, group.os.tag) for node, group in wanted.kernel_groups.items() if node in selected
-    )
-    rows = sorted(counts.items())[: crd_limits.KERNELS_MAX]
-    return [
-        {"kernel": clip(k, crd_limits.KERNEL_MAX), "os": clip(o, crd_limits.OS_MAX), "nodes": n}
-        for (k, o), n in rows
-    ]
-
-
-def _state_row(state: str, walked: progress.Walk) -> StateRow:
-    # The walk counted the phases: the nodes are read again only for a failure or for the
-    # first node still waiting, one pass and no sort (this runs for every state, every pass).
-    phases = walked.phase_counts(state)
-    failed = progress.Phase.FAILED
-    failing = (
-        sorted((n, states[state]) for n, states in walked.nodes.items() if states[state].phase is failed)
-        if phases.get(failed)
-        else []
-    )
-    total, complete = len(walked.nodes), phases.get(progress.Phase.COMPLETE, 0)
-    if failing:
-        phase = progress.Phase.FAILED
-    elif complete == total:
-        phase = progress.Phase.COMPLETE
-    elif phases.get(progress.Phase.PROGRESSING) or complete:
-        phase = progress.Phase.PROGRESSING
-    else:
-        phase = progress.Phase.PENDING
-    message = ""
-    if failing:
-        message = f"failed on {_plural(len(failing), 'node')}"
-    elif phase is not progress.Phase.COMPLETE:
-        waiting, node, first = _first_waiting(state, walked)
-        more = f" (and {_plural(waiting - 1, 'more node')})" if waiting > 1 else ""
-        message = f"{node}: {first.reason}{more}"
-    return {
-        "name": state,
-        "phase": str(phase),
-        "nodes": {"complete": complete, "total": total},
-        "message": clip(message, ROW_MESSAGE_MAX),
-        "failingNodes": [
-            {"node": n, "reason": clip(ns.reason, REASON_MAX)} for n, ns in failing[:FAILING_NODES_MAX]
-        ],
-    }
-
-
-def _name(row: tuple[str, progress.NodeState]) -> str:
-    return row[0]
-
-
-def _first_waiting(state: str, walked: progress.Walk) -> tuple[int, str, progress.NodeState]:
-    """How many nodes ``state`` is not complete on, and the first of them by name (the
-    first stuck one if any is stuck; there is at least one)."""
-    complete = progress.Phase.COMPLETE
-    waiting = [
-        (n, states[state]) for n, states in walked.nodes.items() if states[state].phase is not complete
-    ]
-    node, ns = min((w for w in waiting if w[1].stuck), default=None, key=_name) or min(waiting, key=_name)
-    return len(waiting), node, ns
-
-
 def status_from_walk(
     wanted: desired.DesiredState,
     walked: progress.Walk,
@@ -180,23 +100,26 @@ def status_from_walk(
     now: datetime,
 ) -> StatusBody:
     """The status of a SpecialResource whose nodes were walked (at least one node)."""
-    rows = [_state_row(s.name, walked) for s in wanted.states]  # recipe order, as the CRD says
+    state_rows = [rows.state_row(s.name, walked) for s in wanted.states]  # recipe order, as the CRD says
     selected = len(walked.nodes)
     complete = sum(1 for node in walked.nodes if walked.all_complete(node))
-    failed = sorted(
-        (node, state, ns.reason)
-        for node, states in walked.nodes.items()
-        for state, ns in states.items()
-        if ns.phase is progress.Phase.FAILED
+    counts = [walked.phase_counts(s) for s in walked.order]  # the nodes are read for a failure only
+    failed = (
+        sorted(
+            (node, state, ns.reason)
+            for node, states in walked.nodes.items()
+            for state, ns in states.items()
+            if ns.phase is progress.Phase.FAILED
+        )
+        if any(c.get(progress.Phase.FAILED) for c in counts)
+        else []
     )
-    progressing = any(
-        ns.phase is progress.Phase.PROGRESSING for s in walked.nodes.values() for ns in s.values()
-    )
+    progressing = any(c.get(progress.Phase.PROGRESSING) for c in counts)
     if failed:
         nodes = sorted({node for node, _, _ in failed})
         node, state, reason = failed[0]
-        more = f", and {_plural(len(nodes) - 1, 'more node')}" if len(nodes) > 1 else ""
-        phase, line = "Degraded", f"StateFailed on {_plural(len(nodes), 'node')} ({node}: {reason}{more})"
+        more = f", and {rows.plural(len(nodes) - 1, 'more node')}" if len(nodes) > 1 else ""
+        phase, line = "Degraded", f"StateFailed on {rows.plural(len(nodes), 'node')} ({node}: {reason}{more})"
         detail = f"{state} failed on {node}: {reason}{more}"
         ready = (False, conditions.STATE_FAILED, detail)
         degraded = (True, conditions.STATE_FAILED, detail)
@@ -205,7 +128,7 @@ def status_from_walk(
         ready = (True, conditions.ALL_STATES_COMPLETE, f"every state is complete on {line}")
         degraded = (False, conditions.AS_EXPECTED, "")
     else:
-        by_name = {r["name"]: r for r in rows}
+        by_name = {r["name"]: r for r in state_rows}
         first = next(s for s in walked.order if by_name[s]["phase"] != str(progress.Phase.COMPLETE))
         row = by_name[first]  # the earliest unfinished state in walking order
         phase, line = "Progressing", f"{row['name']} {row['nodes']['complete']}/{selected} nodes"
@@ -226,8 +149,8 @@ def status_from_walk(
         rest={
             "recipe": {"name": wanted.recipe, "source": recipe_source},
             "nodes": {"selected": selected, "complete": complete},
-            "kernels": kernel_rows(wanted),
-            "states": rows,
+            "kernels": rows.kernel_rows(wanted),
+            "states": state_rows,
         },
     )
 
@@ -378,7 +301,7 @@ def status_for_management(
         rest = _kept(previous)
         ready = str(previous.get("ready", "0/0"))
     else:
-        line = f"removing {_plural(remaining, 'item')}" if remaining else "everything sro made is deleted"
+        line = f"removing {rows.plural(remaining, 'item')}" if remaining else "everything sro made is deleted"
         rest = {"nodes": {"selected": 0, "complete": 0}, "kernels": [], "states": []}
         if "recipe" in previous:
             rest["recipe"] = previous["recipe"]

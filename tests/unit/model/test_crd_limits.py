@@ -13,7 +13,7 @@ from sro.model import crd_limits, desired
 from sro.render import problems as problems_
 from sro.render import recipe as recipe_
 from sro.render import recipe_yaml
-from sro.status import conditions, summary
+from sro.status import conditions, rows
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +68,7 @@ def test_every_status_bound_of_the_crd_is_known_or_not_written_by_recipe_input()
 def test_the_loaders_and_status_bounds_fit_the_crd() -> None:
     assert recipe_yaml.STATE_NAME_MAX <= crd_limits.STATE_NAME_MAX
     assert recipe_yaml.STATES_MAX == crd_limits.STATES_MAX
-    assert summary.FAILING_NODES_MAX == crd_limits.FAILING_NODES_MAX
+    assert rows.FAILING_NODES_MAX == crd_limits.FAILING_NODES_MAX
     assert conditions.MESSAGE_MAX == crd_limits.CONDITION_MESSAGE_MAX
 
 
@@ -117,6 +117,8 @@ def test_kernel_rows_stay_within_the_crds_bounds() -> None:
         nodes=tuple(sorted(groups)),
         kernel_groups=groups,
     )
-    rows = summary.kernel_rows(wanted)
-    assert len(rows) == crd_limits.KERNELS_MAX
-    assert all(len(r["kernel"]) <= crd_limits.KERNEL_MAX and len(r["os"]) <= crd_limits.OS_MAX for r in rows)
+    kernels = rows.kernel_rows(wanted)
+    assert len(kernels) == crd_limits.KERNELS_MAX
+    assert all(
+        len(r["kernel"]) <= crd_limits.KERNEL_MAX and len(r["os"]) <= crd_limits.OS_MAX for r in kernels
+    )

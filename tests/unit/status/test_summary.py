@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sro.model import desired, progress
-from sro.status import conditions, summary
+from sro.model import crd_limits, desired, progress
+from sro.status import conditions, rows, summary
 
 pytestmark = pytest.mark.unit
 
@@ -276,13 +276,13 @@ def test_an_error_over_a_moving_walk_keeps_progressing_and_the_fresh_rows() -> N
 def test_long_texts_are_clipped_to_the_crds_bounds() -> None:
     huge = "x" * 50_000
     body = summary.status_for_error({}, reason="ApplyFailed", message=huge, generation=1, now=T0)
-    assert len(body["state"]) == summary.STATE_MAX and body["state"].endswith("...")
+    assert len(body["state"]) == crd_limits.STATE_LINE_MAX and body["state"].endswith("...")
     assert len(cond(body, "Degraded")["message"]) == conditions.MESSAGE_MAX
     nodes = {"a": {STATES[0]: ns(Phase.FAILED, huge), STATES[1]: ns(Phase.PENDING)}}
     row = status(nodes)["states"][0]
-    assert len(row["failingNodes"][0]["reason"]) == summary.REASON_MAX
+    assert len(row["failingNodes"][0]["reason"]) == rows.REASON_MAX
     waiting = {"a": {STATES[0]: ns(Phase.PROGRESSING, huge), STATES[1]: ns(Phase.PENDING)}}
-    assert len(status(waiting)["states"][0]["message"]) == summary.ROW_MESSAGE_MAX
+    assert len(status(waiting)["states"][0]["message"]) == rows.ROW_MESSAGE_MAX
 
 
 def test_state_rows_follow_recipe_order_even_when_an_after_points_forward() -> None:
