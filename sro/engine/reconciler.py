@@ -71,6 +71,7 @@ class _Memory:
     expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
     walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
     node_answers: dict[str, observed_.NodeAnswer] = field(default_factory=dict)  # what node patches returned
+    pod_records: observed_.PodRecords = field(default_factory=dict)  # owned bare pods as last observed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,7 +254,9 @@ class Engine:
             preflight=expected,
             walk_memo=memory.walked,
             node_answers=memory.node_answers,
+            pod_records=memory.pod_records,
         )
+        memory.pod_records = seen.pod_records
         live_uids = {p.uid for p in seen.pods}
         memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
         planned = await compute.plan(wanted, seen, now=now)

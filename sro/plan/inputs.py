@@ -167,13 +167,24 @@ def owned_pods(pods: Iterable[views.PodView], *, sr_name: str, sr_uid: str = "")
     )
 
 
-def pod_objects(pods: Iterable[views.PodView]) -> Mapping[desired.ObjectRef, observed_.LiveObject]:
-    """Owned bare pods as owned objects, so the planner can delete those no longer desired."""
+def pod_objects(
+    pods: Iterable[views.PodView], *, last: observed_.PodRecords = MappingProxyType({})
+) -> tuple[Mapping[desired.ObjectRef, observed_.LiveObject], observed_.PodRecords]:
+    """Owned bare pods as owned objects, so the planner can delete those no longer desired,
+    and the records for the next pass: a pod whose cached record is the one ``last`` made
+    its object of keeps that object (the cache replaces a pod's record when it changes)."""
     out: dict[desired.ObjectRef, observed_.LiveObject] = {}
+    records: dict[int, tuple[views.PodView, observed_.LiveObject]] = {}
     for p in pods:
-        ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=p.namespace, name=p.name)
-        out[ref] = observed_.LiveObject(ref=ref, uid=p.uid, phase=p.phase, deleting=p.deleting)
-    return out
+        known = last.get(id(p))
+        if known is not None and known[0] is p:
+            live = known[1]
+        else:
+            ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=p.namespace, name=p.name)
+            live = observed_.LiveObject(ref=ref, uid=p.uid, phase=p.phase, deleting=p.deleting)
+        out[live.ref] = live
+        records[id(p)] = (p, live)  # the record in the tuple keeps its id from being reused
+    return out, MappingProxyType(records)
 
 
 def relevant_pods(
@@ -240,6 +251,7 @@ def observe(
     preflight: observed_.Preflight = observed_.NO_PREFLIGHT,
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY,
     node_answers: Mapping[str, observed_.NodeAnswer] = MappingProxyType({}),
+    pod_records: observed_.PodRecords = MappingProxyType({}),
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
     what the registry said of each kernel group's images).
@@ -253,7 +265,8 @@ def observe(
     mine = [v for v in partition(owned, sr.uid)[0] if v.ref != namespace_ref(sr)]
     namespace_pods = tuple(namespace_pods)
     bare = owned_pods(namespace_pods, sr_name=sr.name, sr_uid=sr.uid)
-    objects = {**live_objects(mine), **pod_objects(bare)}
+    made, records = pod_objects(bare, last=pod_records)
+    objects = {**live_objects(mine), **made}
     return observed_.Observed(
         generation=sr.generation,
         revisions=revisions(owned, objects),
@@ -275,6 +288,7 @@ def observe(
         preflight=preflight,
         walk_memo=walk_memo,
         node_answers=node_answers,
+        pod_records=records,
     )
 
 
@@ -291,7 +305,7 @@ def observe_teardown(
     carrying anything of this SpecialResource, whatever selects it now."""
     namespace_pods = tuple(namespace_pods)
     bare = owned_pods(namespace_pods, sr_name=sr.name, sr_uid=sr.uid)
-    objects = {**live_objects(partition(owned, sr.uid)[0]), **pod_objects(bare)}
+    objects = {**live_objects(partition(owned, sr.uid)[0]), **pod_objects(bare)[0]}
     return observed_.Observed(
         generation=sr.generation,
         nodes={},

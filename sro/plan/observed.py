@@ -206,6 +206,8 @@ class Preflight:
 
 
 NO_PREFLIGHT = Preflight()
+PodRecords = Mapping[int, tuple[views.PodView, LiveObject]]
+"""What a pass made of each owned bare pod, by the id of the pod's cached record."""
 _NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
 _NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
@@ -287,6 +289,9 @@ class Observed:
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY
     """The last walk's memory (``sro.plan.walk_memo``): engine memory, like ``logs``; a
     node whose inputs did not change since is not walked again."""
+    pod_records: PodRecords = field(default_factory=dict)
+    """The object each owned bare pod was made, by the id of its cached record (engine
+    memory, like ``walk_memo``): the next pass reuses it for a pod that did not change."""
     node_answers: Mapping[str, NodeAnswer] = field(default_factory=dict)
     """What sro's last patch of each node returned, this process (engine memory): a cached
     node older than that does not show sro's own last write yet."""
