@@ -6,8 +6,9 @@ One run, one cluster (in its own run directory), two measurements of the same wo
    nvidia-gpu SpecialResource, ordering taken out, posted at once; timed to every pod
    Ready or Succeeded; then removed;
 2. sro (``converge_sro``): ``sro run`` converging that SpecialResource, timed to Ready,
-   with per-state progress, CPU, peak RSS and requests; then an idle window, then
-   kernel changes one node at a time (new per-kernel DaemonSet, node complete again).
+   with per-state progress, CPU, peak RSS and requests; then an idle window (with the
+   passes run and the watch events read in it: what woke the operator), then kernel
+   changes one node at a time (new per-kernel DaemonSet, node complete again).
 
 Prints a table, writes ``converge.json`` and ``converge.png`` (matplotlib) to ``--out``,
 and with ``--profile`` samples the operator with py-spy while it converges (every thread)
@@ -255,14 +256,20 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 print(f"sro: Ready in {seconds:.1f}s", flush=True)
             if args.idle > 0:
                 idle0, cpu1, t0 = operator.requests(), operator.cpu_seconds(), time.time()
+                passes0, events0 = operator.passes(), operator.watch_events()
                 await asyncio.sleep(args.idle)  # the idle window is the measurement itself
                 idle = converge_sro.diff(operator.requests(), idle0)
+                events = operator.watch_events()
+                events.subtract(events0)
                 idle_writes = [w for w in audit.read(run.audit_log) if w.by_sro and w.time.timestamp() >= t0]
                 figures["idle"] = {
                     "seconds": args.idle,
                     "requests_non_watch": converge_sro.non_watch(idle),
                     "writes": len(idle_writes),
                     "cpu_seconds": operator.cpu_seconds() - cpu1,
+                    # what woke the operator: passes it ran, and the watch events it read
+                    "passes": operator.passes() - passes0,
+                    "watch_events": {k: v for k, v in sorted(events.items()) if v},
                 }
             samples = []
             listed = await client.get("/api/v1/nodes", request_seconds=120)

@@ -78,6 +78,9 @@ def table(figures: Mapping[str, Any]) -> str:
                 f"({100 * idle['cpu_seconds'] / idle['seconds']:.2f}% of a core)",
             )
         )
+        if "passes" in idle:  # what woke it (absent from figures of older runs)
+            events = ", ".join(f"{k} {v}" for k, v in idle["watch_events"].items()) or "none"
+            rows.append(("  passes; watch events", f"{idle['passes']}; {events}"))
     changes = f.get("kernel_changes")
     if changes and changes["count"]:
         rows.append(

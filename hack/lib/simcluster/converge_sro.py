@@ -31,6 +31,7 @@ _SAMPLE = re.compile(r"^sro_api_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>
 _STEP = re.compile(
     r'^sro_reconcile_step_seconds_(?P<what>sum|count)\{step="(?P<step>\w+)"\}\s+(?P<value>\S+)$'
 )
+_EVENTS = re.compile(r'^sro_watch_events_total\{resource="(?P<resource>[^"]*)"\}\s+(?P<value>\S+)$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -108,6 +109,20 @@ class Operator:
                     count = int(float(match["value"]))
                 out[match["step"]] = (seconds, count)
         return out
+
+    def watch_events(self) -> Counter[str]:
+        """Watch events received so far, by resource (the operator's own counter)."""
+        text = self._get("/metrics") or ""
+        counts: Counter[str] = Counter()
+        for line in text.splitlines():
+            match = _EVENTS.match(line.strip())
+            if match:
+                counts[match["resource"]] += int(float(match["value"]))
+        return counts
+
+    def passes(self) -> int:
+        """Reconcile passes so far (those that got as far as reading the caches)."""
+        return self.step_seconds().get("read", (0.0, 0))[1]
 
     def cpu_seconds(self) -> float:
         assert self.proc is not None
