@@ -265,15 +265,11 @@ class _Judge:
         seen = self._seen
         pods = seen.pods_by_node.get(node, ())
         named = tuple(map(seen.pods_by_name.get, self._pinned_names.get(node, ())))
-        collected = (
-            tuple(
-                self.recorded(o.state, node)
-                for o, p in zip(self._pinned_on[node], named, strict=True)
-                if _collected(p)
-            )
-            if None in named or any(p.deleting for p in named if p is not None)
-            else ()
-        )
+        collected = [
+            self.recorded(o.state, node)
+            for o, p in zip(self._pinned_on.get(node, ()), named, strict=True)
+            if _collected(p)
+        ]  # a list: the key is compared, never hashed
         logs = seen.logs
         if logs:  # the tails read of every pod the node's walk reads, in that order
             tails = tuple([logs.get(p.uid) for p in pods] + [logs.get(p.uid) for p in named if p is not None])
