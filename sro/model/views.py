@@ -12,6 +12,7 @@ view from about 1.8 KB to 0.7 KB; unique strings (names, uids) are kept as they 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -180,6 +181,17 @@ class PodView:
     readiness gate holds it back: the node lifecycle controller's mark on every pod of a
     node whose kubelet stopped reporting (it sets ``Ready`` alone). Nothing is known to
     have changed in the pod; the kubelet puts ``Ready`` back when it reports again."""
+
+    def as_judged(self) -> PodView:
+        """The pod as the planner judges it: a withdrawn ``Ready`` counts as ``Ready``
+        (``sro.plan.readiness`` reads ``ready or ready_withdrawn`` alone), and the resource
+        version is no input. Two views equal this way wake no pass: at thousands of nodes
+        a heartbeat gap takes Ready from every pod of a node and gives it back."""
+        if not self.ready_withdrawn and not self.resource_version:
+            return self
+        return dataclasses.replace(
+            self, ready=self.ready or self.ready_withdrawn, ready_withdrawn=False, resource_version=""
+        )
 
     @property
     def template_generation(self) -> str:

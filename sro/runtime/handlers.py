@@ -9,7 +9,7 @@ Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
   owners concerns both). A namespaced primary owns objects in its own namespace, so
   its key is "<the object's namespace>/<owner>". A change that leaves the projection
   as it was but for its resourceVersion enqueues nothing (an annotation on a pod, a
-  pod condition no verdict reads).
+  pod condition no verdict reads, a Ready the node controller took or gave back).
 * ``nodes``: a Node change enqueues whatever the engine's mapper says the old or the
   new node concerns, but only if ``NodeView.relevant()`` changed: heartbeats and
   lease renewals touch nothing a reconcile reads, and enqueue nothing.
@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NewType
+from typing import Any, NewType
 
 from sro.cache import store as store_
 from sro.model import specialresource as sr_model
-
-if TYPE_CHECKING:
-    from sro.model import views
+from sro.model import views
 
 QueueKey = NewType("QueueKey", str)
 """A work-queue key: the primary object's name ("ns/name" when namespaced). Only the
 functions here and the mappers make one, so a stray string is never reconciled."""
 Enqueue = Callable[[QueueKey], None]
 Handler = Callable[[store_.Change[Any]], None]
-NodeMapper = Callable[["views.NodeView | None", "views.NodeView | None"], set[QueueKey]]
+NodeMapper = Callable[[views.NodeView | None, views.NodeView | None], set[QueueKey]]
 Mapper = Callable[[Any, Any], set[QueueKey]]
 """(old view or None, new view or None) -> the keys the change concerns."""
 
@@ -82,9 +80,13 @@ def primary(enqueue: Enqueue, *, own_status: OwnStatus | None = None) -> Handler
 def _same_but_version(old: Any, new: Any) -> bool:
     """Two projections (frozen records such as ``PodView``) that differ in their
     ``resource_version`` alone: what changed is nothing the projection keeps (a pod's
-    annotations, a condition no verdict reads), so no reconcile could act on it."""
+    annotations, a condition no verdict reads), so no reconcile could act on it. A pod
+    is compared as the planner judges it (``PodView.as_judged``: a withdrawn Ready is
+    Ready)."""
     if old is None or new is None or not dataclasses.is_dataclass(old) or isinstance(old, type):
         return False
+    if isinstance(old, views.PodView) and isinstance(new, views.PodView):
+        return old.as_judged() == new.as_judged()
     if not hasattr(old, "resource_version"):
         return False
     return bool(dataclasses.replace(old, resource_version=new.resource_version) == new)

@@ -1,6 +1,6 @@
 """Event handlers: which keys a primary, an owned object and a Node change enqueue."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -175,3 +175,15 @@ def test_a_pod_change_the_projection_does_not_show_enqueues_nothing() -> None:
     handle(store.Change(_pod(version="3", ready=True), _pod(version="4", ready=True, phase="Succeeded")))
     handle(store.Change(_pod(version="4", ready=True), None))
     assert keys == ["gpu", "gpu", "gpu"]
+
+
+def test_a_ready_the_node_controller_took_or_gave_back_enqueues_nothing() -> None:
+    keys: list[str] = []
+    handle = handlers.owned(keys.append)
+    ready = _pod(version="1", ready=True)
+    withdrawn = replace(_pod(version="2", ready=False), ready_withdrawn=True)
+    handle(store.Change(ready, withdrawn))  # the node's heartbeats lapsed
+    handle(store.Change(withdrawn, _pod(version="3", ready=True)))  # and came back
+    assert keys == []
+    handle(store.Change(_pod(version="3", ready=True), _pod(version="4", ready=False)))  # the kubelet's own
+    assert keys == ["gpu"]
