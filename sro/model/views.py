@@ -187,8 +187,6 @@ class PodView:
         (``sro.plan.readiness`` reads ``ready or ready_withdrawn`` alone), and the resource
         version is no input. Two views equal this way wake no pass: at thousands of nodes
         a heartbeat gap takes Ready from every pod of a node and gives it back."""
-        if not self.ready_withdrawn and not self.resource_version:
-            return self
         return dataclasses.replace(
             self, ready=self.ready or self.ready_withdrawn, ready_withdrawn=False, resource_version=""
         )

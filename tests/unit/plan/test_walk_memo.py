@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterator
 
 import pytest
 from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
@@ -72,6 +73,21 @@ def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, objec
         world["generation"] = int(world["generation"]) + 1  # type: ignore[call-overload]
 
 
+def _world() -> dict[str, object]:
+    return {"pods": {}, "logs": {}, "reset": frozenset(), "generation": 1}
+
+
+def _steps(
+    rng: random.Random, want: desired.DesiredState, world: dict[str, object], *, count: int = 40
+) -> Iterator[frozenset[str]]:
+    """Step ``world`` ``count`` times (``_step``), yielding the nodes reset at each step."""
+    for _ in range(count):
+        _step(rng, want, world)
+        reset = world["reset"]
+        assert isinstance(reset, frozenset)
+        yield reset
+
+
 def _observe(
     want: desired.DesiredState,
     world: dict[str, object],
@@ -100,13 +116,10 @@ def _observe(
 def test_a_walk_with_the_memo_equals_one_without(seed: int) -> None:
     rng = random.Random(seed)
     want = _recipe()
-    world: dict[str, object] = {"pods": {}, "logs": {}, "reset": frozenset(), "generation": 1}
+    world = _world()
     memo = walk_memo.EMPTY
     recalled_total = 0
-    for _ in range(40):
-        _step(rng, want, world)
-        reset = world["reset"]
-        assert isinstance(reset, frozenset)
+    for reset in _steps(rng, want, world):
         with_memo = walk.walk(want, _observe(want, world, memo), reset=reset)
         fresh = walk.walk(want, _observe(want, world, walk_memo.EMPTY), reset=reset)
         assert with_memo.nodes == fresh.nodes
@@ -124,7 +137,7 @@ def test_a_walk_with_the_memo_equals_one_without(seed: int) -> None:
 
 def test_other_objects_make_the_memo_unusable() -> None:
     want = _recipe()
-    first = walk.walk(want, _observe(want, {"pods": {}, "logs": {}, "generation": 1}, walk_memo.EMPTY))
+    first = walk.walk(want, _observe(want, _world(), walk_memo.EMPTY))
     assert isinstance(first.memo, walk_memo.Memo)
     copied = dataclasses.replace(want, objects=tuple(dataclasses.replace(o) for o in want.objects))
     assert first.memo.usable(want.objects, first.memo.key)
@@ -150,15 +163,12 @@ def _patched(view: views.NodeView, change: node_patches.NodeChange) -> views.Nod
 def test_node_changes_with_the_memo_equal_those_without(seed: int) -> None:
     rng = random.Random(seed)
     want = _recipe()
-    world: dict[str, object] = {"pods": {}, "logs": {}, "reset": frozenset(), "generation": 1}
+    world = _world()
     nodes = {n: node(n) for n in NODES}
     taints: tuple[views.Taint, ...] = ()
     memo = walk_memo.EMPTY
     reused = 0
-    for _ in range(40):
-        _step(rng, want, world)
-        reset = world["reset"]
-        assert isinstance(reset, frozenset)
+    for reset in _steps(rng, want, world):
         if rng.random() < 0.1:
             taints = () if taints else (TAINT,)  # the SpecialResource's taints edited
         if rng.random() < 0.2:  # an administrator's label on one node
