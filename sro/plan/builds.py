@@ -128,7 +128,7 @@ def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
     jobs = tuple(o for o in wanted.objects if builds.is_build(o))  # each object asked once, every pass
     if not jobs:
         return Split(wanted=wanted, seen=seen)
-    states = frozenset(o.state for o in jobs)
+    states = builds.build_states(jobs)
     specs = specs_of(jobs, checks=seen.images)
     support, rest = [], []
     for obj in wanted.objects:
