@@ -31,7 +31,7 @@ from sro.model import bodies, selection, views
 from sro.model import specialresource as sr_model
 from sro.observe import logs
 from sro.render import policy_file, sources, values
-from sro.runtime import handlers, manager, result
+from sro.runtime import exit_watch, handlers, manager, result
 
 log = structlog.get_logger(__name__)
 
@@ -239,7 +239,7 @@ def _image_checks(settings: settings_.Settings, m: manager.Manager) -> image_che
 
 def build(settings: settings_.Settings) -> manager.Manager:
     """A manager with the engine registered, ready to ``run``."""
-    m = manager.Manager(settings)
+    m = manager.Manager(settings, exit_watch=exit_watch.ExitWatch())
     engine_config, recipe_dirs = engine_settings(settings)
     operator_namespace = engine_config.operator.namespace
     library = recipes.Catalog(

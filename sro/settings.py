@@ -71,6 +71,9 @@ class ControllerSettings:
     """A reconcile running longer is cancelled and retried with backoff."""
     grace_period: float = 20.0
     """On shutdown, in-flight reconciles get this long to finish (below the pod's 30 s default)."""
+    exit_slack: float = 10.0
+    """Past the grace period (past the moment, after a lost Lease), ``sro run`` exits 1
+    anyway, logging what held the shutdown up (``sro.runtime.exit_watch``)."""
     write_concurrency: int = 16
     """Writes one reconcile keeps in flight within a wave of independent writes (a state's
     per-node pods, its node labels): enough to keep a 2-core API server busy, few enough

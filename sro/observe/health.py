@@ -19,6 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from sro.observe import metrics as metrics_
 
+SHUTDOWN_SECONDS = 1.0
+
 
 class HealthServer:
     def __init__(
@@ -41,7 +43,9 @@ class HealthServer:
             app.router.add_get("/readyz", self._readyz)
         if self._metrics is not None:
             app.router.add_get("/metrics", self._metrics_handler)
-        self._runner = web.AppRunner(app, access_log=None)
+        # A probe or a scrape is answered at once; shutdown does not wait on a slow reader
+        # (aiohttp's default would wait a minute for it).
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host or None, port)
         await site.start()

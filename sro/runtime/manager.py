@@ -55,6 +55,7 @@ from sro.observe import metrics as metrics_
 from sro.queue import ratelimit, workqueue
 from sro.runtime import caches as caches_
 from sro.runtime import controller as controller_
+from sro.runtime import exit_watch as exit_watch_
 from sro.runtime import handlers, heap
 from sro.watch import reflector as reflector_
 
@@ -78,10 +79,17 @@ class Role(enum.StrEnum):
 
 class Manager:
     def __init__(
-        self, settings: settings_.Settings | None = None, *, metrics: metrics_.Metrics | None = None
+        self,
+        settings: settings_.Settings | None = None,
+        *,
+        metrics: metrics_.Metrics | None = None,
+        exit_watch: exit_watch_.ExitWatch | None = None,
     ) -> None:
+        """``exit_watch`` (the process's, ``sro run``): armed once ``run`` must end, so a
+        shutdown that hangs still ends the process."""
         self.settings = settings or settings_.Settings()
         self.metrics = metrics or metrics_.Metrics()
+        self._exit_watch = exit_watch
         self.queue: workqueue.WorkQueue[handlers.QueueKey] = workqueue.WorkQueue(
             limiter=ratelimit.default(
                 base=self.settings.queue.backoff_base, cap=self.settings.queue.backoff_cap
@@ -234,6 +242,11 @@ class Manager:
     def stop(self) -> None:
         """Ask ``run`` to shut down (what SIGTERM and SIGINT do)."""
         self._stopping.set()
+        self._must_exit(self.settings.controller.grace_period, why="stop requested")
+
+    def _must_exit(self, within: float, *, why: str) -> None:
+        if self._exit_watch is not None:
+            self._exit_watch.arm(seconds=within + self.settings.controller.exit_slack, why=why)
 
     # -- the lifecycle --------------------------------------------------------
 
@@ -337,6 +350,7 @@ class Manager:
         code = 0
         if holding.done():
             # Lost the lease: no write may happen from here on, so cancel mid-flight.
+            self._must_exit(0, why="lost the lease")
             workers.cancel()
             code = 1
         else:
@@ -351,6 +365,7 @@ class Manager:
             )
             if holding in done:
                 log.error("lost the lease while draining: cancelling in-flight reconciles")
+                self._must_exit(0, why="lost the lease")
                 workers.cancel()
                 code = 1
             elif workers not in done:
