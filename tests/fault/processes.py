@@ -60,6 +60,8 @@ class Exit:
     code: int
     asked: bool
     lost_lease: bool
+    stalled: bool = False
+    """Its shutdown hung and the exit watch ended it (the log holds the stacks)."""
 
 
 class Sro:
@@ -177,9 +179,16 @@ class Fleet:
             if p.alive() or p.pid in self._seen_exit:
                 continue
             self._seen_exit.add(p.pid)
-            lost = "lost the lease" in p.log_text()
+            text = p.log_text()
             self.exits.append(
-                Exit(user=p.user, pid=p.pid, code=p.proc.returncode, asked=p.asked_to_end, lost_lease=lost)
+                Exit(
+                    user=p.user,
+                    pid=p.pid,
+                    code=p.proc.returncode,
+                    asked=p.asked_to_end,
+                    lost_lease="lost the lease" in text,
+                    stalled="exit stalled" in text,
+                )
             )
             if not p.asked_to_end:
                 started.append(self.spawn())
@@ -194,9 +203,10 @@ class Fleet:
         return found
 
     def unexpected_exits(self) -> list[Exit]:
-        """Exits no test asked for, other than a leader giving up a lost Lease (exit 1)."""
+        """Exits no test asked for, other than a leader giving up a lost Lease (exit 1);
+        a shutdown that hung counts, whatever ended it."""
         self.revive()
-        return [e for e in self.exits if not e.asked and not (e.code == 1 and e.lost_lease)]
+        return [e for e in self.exits if e.stalled or (not e.asked and not (e.code == 1 and e.lost_lease))]
 
     def by_user(self) -> dict[str, Sro]:
         return {p.user: p for p in self.all}
