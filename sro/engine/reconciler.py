@@ -10,10 +10,8 @@ executes ``planner.plan_teardown`` the same way. Nothing here decides: a branch 
 chooses belongs in ``sro.plan``. Loading the recipe, rendering and planning are pure and
 may be heavy, so they run off the event loop (``compute``).
 
-Level-triggered: every pass recomputes everything from the caches. The only memory kept
-between passes is bookkeeping whose loss on a restart costs a retry or a log fetch
-(failed-pod retries, fetched log tails, when a transient write failure began), or
-restarts the grace period of a node held after losing its labels (``plan.node_loss``).
+Level-triggered: every pass recomputes everything from the caches; what one pass hands the
+next is ``memory``.
 """
 
 from __future__ import annotations
@@ -39,11 +37,12 @@ from sro.engine import (
     watched,
     waves,
 )
+from sro.engine import memory as memory_
 from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security, walk_memo
+from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -52,26 +51,6 @@ log = structlog.get_logger(__name__)
 
 NAMESPACE_POLL = 2.0
 """Seconds between looks at an operand namespace that is still terminating."""
-
-
-@dataclass(kw_only=True)
-class _Memory:
-    """What one SpecialResource's reconciles hand to the next (see module docstring)."""
-
-    retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=dict)
-    logs: dict[str, Mapping[str, str]] = field(default_factory=dict)
-    transient: finish.Transient | None = None
-    summary: tuple[object, ...] = ()  # what peers saw of it last time (see _note_summary)
-    sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
-    rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
-    held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
-    drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # what drains left, by node
-    jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # jobs still running, by node
-    rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
-    expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
-    walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
-    node_answers: dict[str, observed_.NodeAnswer] = field(default_factory=dict)  # what node patches returned
-    pod_records: observed_.PodRecords = field(default_factory=dict)  # owned bare pods as last observed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +90,7 @@ class Engine:
         self._clock = clock
         self._status = status_writes.StatusWriter(writer, clock=clock)
         self._report = reporting.Reporter(reader=reader, status=self._status, clock=clock)
-        self._memory: dict[str, _Memory] = {}
+        self._memory: dict[str, memory_.Memory] = {}
         self.state_nodes: dict[str, Mapping[str, Mapping[progress.Phase, int]]] = {}
         """name -> state -> phase -> nodes, from the last walk (the per-state node gauge)."""
 
@@ -143,7 +122,7 @@ class Engine:
             )
             return await self._report.conclude(key, body, previous=previous, status=refused.status)
         log.debug("reconciling", sr=sr.name, generation=sr.generation)
-        memory = self._memory.setdefault(sr.name, _Memory())
+        memory = self._memory.setdefault(sr.name, memory_.Memory())
         if sr.deleting or sr.spec.management_state is sr_model.ManagementState.REMOVED:
             self.state_nodes.pop(sr.name, None)
         if sr.deleting:
@@ -164,7 +143,7 @@ class Engine:
         sr: sr_model.SpecialResource,
         body: Mapping[str, Any],
         previous: Mapping[str, Any],
-        memory: _Memory,
+        memory: memory_.Memory,
         *,
         now: datetime,
     ) -> float | None:
@@ -256,18 +235,14 @@ class Engine:
             node_answers=memory.node_answers,
             pod_records=memory.pod_records,
         )
-        memory.pod_records = seen.pod_records
-        live_uids = {p.uid for p in seen.pods}
-        memory.logs = {uid: tails for uid, tails in memory.logs.items() if uid in live_uids}
+        memory.observed(seen)
         planned = await compute.plan(wanted, seen, now=now)
-        memory.retries = dict(planned.retries)
+        memory.planned(planned)
         memory.rechecked = self._recheck(
             planned, memory.rechecked, jobs={v.uid for v in mine if v.ref.kind == "Job"}
         )
         if planned.walk is not None:
             self.state_nodes[sr.name] = {s: planned.walk.phase_counts(s) for s in planned.walk.order}
-        kept_walk = planned.walk.memo if planned.walk is not None else None
-        memory.walked = kept_walk if isinstance(kept_walk, walk_memo.Memo) else walk_memo.EMPTY
 
         laps.lap("plan")
 
@@ -284,14 +259,7 @@ class Engine:
             lagging=seen.lagging,
             limit=self._settings.write_concurrency,
         )
-        memory.drained = executed.drained
-        selected = set(wanted.nodes)
-        memory.node_answers = {
-            n: w for n, w in {**memory.node_answers, **executed.node_answers}.items() if n in selected
-        }
-        memory.jobs = executed.jobs
-        kept = {o.ref for o in wanted.objects}
-        memory.sent = {ref: h for ref, h in memory.sent.items() if ref in kept}
+        memory.executed(executed, wanted=wanted)
         failures.extend(executed.failures)
 
         # finish
@@ -342,7 +310,7 @@ class Engine:
                 others.append((other, self._library.loader(other.spec.recipe)))
         return await compute.summarise_peers(sr, recipe, others, nodes)
 
-    def _note_summary(self, name: str, me: inputs.PeerSummary, memory: _Memory) -> None:
+    def _note_summary(self, name: str, me: inputs.PeerSummary, memory: memory_.Memory) -> None:
         """When what others see of this SpecialResource changes, they must look again."""
         seen_by_peers = (me.recipe, me.created, me.dependencies, me.nodes, me.managed)
         if seen_by_peers != memory.summary:
@@ -363,7 +331,7 @@ class Engine:
         nodes: Sequence[views.NodeView],
         *,
         keep_off: frozenset[str],
-        memory: _Memory,
+        memory: memory_.Memory,
     ) -> desired.DesiredState:
         async def render() -> desired.DesiredState:
             rendered = await compute.render(

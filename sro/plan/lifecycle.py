@@ -1,5 +1,5 @@
 """Lifecycle decisions (contract section 6): node labels and taints, kernel changes, retries,
-what to delete, and tearing everything down.
+what to delete, and tearing everything down (failed pods: ``pod_retries``).
 
 Node bookkeeping for SpecialResource ``<sr>``:
 
@@ -27,12 +27,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from sro import errors
 from sro.model import desired, progress, views
-from sro.plan import node_patches, readiness, walk_memo
+from sro.plan import node_patches, walk_memo
 from sro.plan import observed as observed_
 
 COMPLETE = "complete"
@@ -44,8 +43,6 @@ NODE = ("v1", "Node")
 DAEMONSET = ("apps/v1", "DaemonSet")
 
 # Failed pods are recreated after 10 s, doubling per attempt, at most every 5 minutes.
-BACKOFF_BASE = timedelta(seconds=10)
-BACKOFF_MAX = timedelta(minutes=5)
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
@@ -257,55 +254,7 @@ def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[node_pat
     return tuple(changes)
 
 
-def backoff(attempts: int) -> timedelta:
-    """Delay before recreating a pod that failed ``attempts`` times (1 → 10 s, doubling)."""
-    doublings = min(max(attempts - 1, 0), 16)  # 10 s << 16 is far past the cap already
-    return min(BACKOFF_BASE * (1 << doublings), BACKOFF_MAX)
-
-
 _PENDING = progress.NodeState(phase=progress.Phase.PENDING)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Retries:
-    """Failed pods to recreate now, the bookkeeping to keep, and when to look again."""
-
-    delete: tuple[Deletion, ...]
-    records: Mapping[desired.ObjectRef, observed_.Retry]
-    wake_in: timedelta | None
-
-
-def retries(
-    wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk, *, now: datetime
-) -> Retries:
-    """Recreate failed Pods with backoff; a Pod that succeeds forgets its failures."""
-    delete: list[Deletion] = []
-    records: dict[desired.ObjectRef, observed_.Retry] = {}
-    wake: list[timedelta] = []
-    for obj in wanted.objects:
-        if obj.kind != "Pod":
-            continue
-        ref = walked.ref(obj)
-        pod, record = seen.pod(ref), seen.retries.get(ref)
-        if pod is None or pod.phase != "Failed" or pod.deleting:
-            if record is not None and (pod is None or pod.phase != "Succeeded"):
-                records[ref] = record  # keep counting while the recreated pod runs
-            continue
-        if obj.node is not None and not walked.nodes.get(obj.node, {}).get(obj.state, _PENDING).open:
-            continue  # its state closed on that node: the pod is deleted as not open
-        if record is None or record.pod_uid != pod.uid:
-            attempts = (record.attempts if record else 0) + 1
-            record = observed_.Retry(
-                pod_uid=pod.uid, failed_at=now, attempts=attempts, reason=readiness.failure_reason(pod)
-            )
-        records[ref] = record
-        due = record.failed_at + backoff(record.attempts)
-        if now >= due:
-            reason = f"recreating failed pod (attempt {record.attempts + 1})"
-            delete.append(Deletion(ref=ref, uid=pod.uid, reason=reason))
-        else:
-            wake.append(due - now)
-    return Retries(delete=tuple(delete), records=MappingProxyType(records), wake_in=min(wake, default=None))
 
 
 def controller_pod(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:

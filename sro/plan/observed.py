@@ -311,15 +311,6 @@ class Observed:
         return {(p.namespace, p.name): p for p in self.pods}
 
     @cached_property
-    def pods_by_owner_node(self) -> Mapping[tuple[str, str, str, str], tuple[views.PodView, ...]]:
-        """Pods by (namespace, owner kind, owner name, node): how a DaemonSet's pod on a
-        node is found, with one lookup (the walk asks for every state on every node)."""
-        index: dict[tuple[str, str, str, str], list[views.PodView]] = {}
-        for pod in self.pods:
-            index.setdefault((pod.namespace, pod.owner_kind, pod.owner_name, pod.node), []).append(pod)
-        return {key: tuple(pods) for key, pods in index.items()}
-
-    @cached_property
     def pods_by_node(self) -> Mapping[str, tuple[views.PodView, ...]]:
         """Pods by the node they run on (``walk_memo``: what a node's walk reads)."""
         index: dict[str, list[views.PodView]] = {}
@@ -328,8 +319,13 @@ class Observed:
         return {node: tuple(pods) for node, pods in index.items()}
 
     def daemonset_pods(self, ref: desired.ObjectRef, node: str) -> tuple[views.PodView, ...]:
-        """The pods of DaemonSet ``ref`` on ``node`` (in its namespace)."""
-        return self.pods_by_owner_node.get((ref.namespace, "DaemonSet", ref.name, node), ())
+        """The pods of DaemonSet ``ref`` on ``node`` (in its namespace), from the node's few
+        pods: only nodes a walk judges again ask, so no index of every pod is built."""
+        return tuple(
+            p
+            for p in self.pods_by_node.get(node, ())
+            if p.owner_name == ref.name and p.owner_kind == "DaemonSet" and p.namespace == ref.namespace
+        )
 
     def pod(self, ref: desired.ObjectRef) -> views.PodView | None:
         return self.pods_by_name.get((ref.namespace, ref.name))

@@ -72,6 +72,7 @@ from sro.plan import (
     images,
     lifecycle,
     node_patches,
+    pod_retries,
     preflight,
     upgrade_jobs,
     upgrade_records,
@@ -267,7 +268,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     kept = dataclasses.replace(wanted, objects=(*wanted.objects, *made.apply))
     stale = images.keep_last_good(lifecycle.stale_objects(kept, seen), verdict)
     stale = tuple(d for d in stale if d.ref not in made.keep)
-    retry = lifecycle.retries(wanted, seen, walked, now=now)
+    retry = pod_retries.retries(wanted, seen, walked, now=now)
     candidates = lifecycle.deletion_order(
         (
             *stale,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sro.errors import Location
 from sro.model import desired, views
-from sro.plan import lifecycle, observed, planner
+from sro.plan import observed, planner, pod_retries
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -92,7 +92,7 @@ def test_a_failed_pod_is_deleted_only_after_its_backoff(attempts: int, age: int,
     now = seen_at + timedelta(seconds=age)
     result = planner.plan(wanted, seen, now=now)
     kept = next(iter(result.retries.values()))
-    due = kept.failed_at + lifecycle.backoff(kept.attempts)
+    due = kept.failed_at + pod_retries.backoff(kept.attempts)
     assert kept.attempts == (attempts if same_pod else attempts + 1)
     if result.delete:
         assert now >= due

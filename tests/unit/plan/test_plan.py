@@ -37,7 +37,7 @@ from builders import (
 )
 
 from sro.model import desired, views
-from sro.plan import lifecycle, observed, planner
+from sro.plan import lifecycle, observed, planner, pod_retries
 from sro.status import events, summary
 
 pytestmark = pytest.mark.unit
@@ -146,7 +146,7 @@ def test_the_backoff_doubles_with_each_failure_of_the_same_pod() -> None:
     assert world.last is not None
     assert world.last.retries[obj("Pod", "validate-n1", "s").ref].attempts == 2
     assert world.last.requeue_after == 20.0
-    assert [lifecycle.backoff(n).total_seconds() for n in (1, 2, 3, 9, 100)] == [10, 20, 40, 300, 300]
+    assert [pod_retries.backoff(n).total_seconds() for n in (1, 2, 3, 9, 100)] == [10, 20, 40, 300, 300]
 
 
 def test_an_image_pull_backoff_is_named_in_the_progressing_state() -> None:

@@ -1,0 +1,63 @@
+"""What one SpecialResource's passes hand to the next, and how each pass updates it.
+
+Level-triggered: every pass recomputes everything from the caches. What is kept between
+passes is bookkeeping whose loss on a restart costs a retry or a log fetch (failed-pod
+retries, fetched log tails, when a transient write failure began), restarts the grace
+period of a node held after losing its labels (``plan.node_loss``), or saves work a pass
+would otherwise redo (the last render, the last walk, the bodies last sent). Each step of
+a pass updates its part here, so what outlives a pass is read in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sro.engine import compute, execute
+from sro.model import desired
+from sro.plan import finish, node_loss, planner, walk_memo
+from sro.plan import observed as observed_
+
+
+@dataclass(kw_only=True)
+class Memory:
+    """One SpecialResource's memory (the module docstring says what each part is for)."""
+
+    retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=dict)
+    logs: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    transient: finish.Transient | None = None
+    summary: tuple[object, ...] = ()  # what peers saw of it last time (Engine._note_summary)
+    sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
+    rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
+    held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
+    drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # what drains left, by node
+    jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # jobs still running, by node
+    rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
+    expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
+    walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
+    node_answers: dict[str, observed_.NodeAnswer] = field(default_factory=dict)  # what node patches returned
+    pod_records: observed_.PodRecords = field(default_factory=dict)  # owned bare pods as last observed
+
+    def observed(self, seen: observed_.Observed) -> None:
+        """After observing: keep the pod records, and log tails of pods that still exist."""
+        self.pod_records = seen.pod_records
+        live_uids = {p.uid for p in seen.pods}
+        self.logs = {uid: tails for uid, tails in self.logs.items() if uid in live_uids}
+
+    def planned(self, planned: planner.Plan) -> None:
+        """After planning: the retry bookkeeping, and what the walk hands the next."""
+        self.retries = dict(planned.retries)
+        kept_walk = planned.walk.memo if planned.walk is not None else None
+        self.walked = kept_walk if isinstance(kept_walk, walk_memo.Memo) else walk_memo.EMPTY
+
+    def executed(self, executed: execute.Executed, *, wanted: desired.DesiredState) -> None:
+        """After the writes: what drains and jobs left, what node patches returned (for
+        selected nodes), and the bodies sent of objects still desired."""
+        self.drained = executed.drained
+        selected = set(wanted.nodes)
+        self.node_answers = {
+            n: w for n, w in {**self.node_answers, **executed.node_answers}.items() if n in selected
+        }
+        self.jobs = executed.jobs
+        kept = {o.ref for o in wanted.objects}
+        self.sent = {ref: h for ref, h in self.sent.items() if ref in kept}
