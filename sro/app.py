@@ -30,6 +30,7 @@ from sro.images import client as image_client
 from sro.model import bodies, selection, views
 from sro.model import specialresource as sr_model
 from sro.observe import logs
+from sro.plan import readiness
 from sro.render import policy_file, sources, values
 from sro.runtime import exit_watch, handlers, manager, result
 
@@ -261,7 +262,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
         mapper=_RecipeKeys(m),
     )
     for api_version, kind in OWNED_KINDS:
-        m.watch_owned(api_version, kind)
+        m.watch_owned(api_version, kind, status_read=readiness.reads_status(kind))
     m.watch_nodes(_NodeKeys(m, library))
     kinds = _Kinds(m)
     images = _image_checks(settings, m)

@@ -67,6 +67,11 @@ class Taint:
         return body
 
 
+READINESS_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+"""The taints the node lifecycle controller puts on a node that is NotReady or stopped
+reporting, and takes off when it reports Ready again."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NodeView:
     """What reconciles need of a Node; heartbeats change none of it."""
@@ -89,18 +94,27 @@ class NodeView:
         return self.labels.get(KERNEL_LABEL) or self.kernel_version
 
     def relevant(self) -> tuple[object, ...]:
-        """Everything a reconcile reads; equal tuples mean the change needs no reconcile.
+        """What every reconcile reads; equal tuples mean the change needs no reconcile.
 
         The kernel enters as ``kernel``, not as ``nodeInfo``'s version: that is read only
         while NFD has not labelled the node, so a kubelet reporting its new kernel ahead of
-        NFD's relabel wakes no pass (the relabel does, an instant later)."""
+        NFD's relabel wakes no pass (the relabel does, an instant later).
+
+        Readiness does not enter: ``Ready`` and the node controller's taints that follow it
+        (``READINESS_TAINTS``). Only a driver upgrade reads them (a NotReady node is skipped
+        and counts as unavailable), and it looks again on its own while it waits on a
+        NotReady node (``sro.plan.upgrade``). At thousands of nodes heartbeats fall behind
+        and the node controller flips nodes NotReady and back all the time; each flip woke
+        a full pass while the fleet stood still."""
         # The mappings themselves: they compare as mappings, with no sort (every Node event
         # of every heartbeat asks this of two views).
+        taints = self.taints
+        if any(t.key in READINESS_TAINTS for t in taints):
+            taints = tuple(t for t in taints if t.key not in READINESS_TAINTS)
         return (
             self.labels,
-            self.taints,
+            taints,
             self.unschedulable,
-            self.ready,
             self.kernel,
             self.os_image,
             self.architecture,

@@ -222,6 +222,18 @@ def _condition_true(live: observed_.LiveObject, kind: str) -> bool:
     return condition is not None and condition.status == "True"
 
 
+STATUS_READ = frozenset({"Pod", "Job", "Deployment", "StatefulSet", "CustomResourceDefinition", "Namespace"})
+"""The kinds whose status a verdict reads (``pod_verdict``, ``cluster_object``; a build
+reads its Job's conditions). A DaemonSet is judged by its pods on each node, never by its
+status; every other kind is ready once it exists."""
+
+
+def reads_status(kind: str) -> bool:
+    """Whether a change of a ``kind`` object's status alone can change a verdict: for the
+    others, the watch enqueues no pass for it (``sro.runtime.handlers.owned``)."""
+    return kind in STATUS_READ
+
+
 def cluster_object(obj: desired.DesiredObject, live: observed_.LiveObject | None) -> Verdict:
     """Readiness of an object that is not placed per node (Pods are ``pod_verdict``'s)."""
     ref = obj.ref

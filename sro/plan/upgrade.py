@@ -31,10 +31,12 @@ Budget: nodes started in a pass ≤ min(maxParallel - in progress, maxUnavailabl
 unavailable now), where *unavailable* counts every selected node that is unschedulable
 or NotReady, for whatever reason. A node someone else cordoned, or that is NotReady, is
 *skipped*: never cordoned, drained, replaced or uncordoned by sro; it keeps its driver.
-When ``maxFailedNodes`` nodes failed on the current revision the rollout halts: no node
-starts until the revision changes (the spec or recipe changes again); with
-``autoRollback`` the failed nodes whose driver was replaced go back to their previous
-one (``upgrade_rollback``), and count as failed until then.
+Readiness wakes no pass, so while a NotReady node is skipped or holds the budget back,
+the walk looks again every ``READY_POLL``. When ``maxFailedNodes`` nodes failed on the
+current revision the rollout halts: no node starts until the revision changes (the spec
+or recipe changes again); with ``autoRollback`` the failed nodes whose driver was
+replaced go back to their previous one (``upgrade_rollback``), and count as failed until
+then.
 
 Until its turn a node keeps its previous driver pod, and that pod still counts for the
 node's states (``replacing``), so the node stays complete and schedulable for workloads.
@@ -49,8 +51,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from sro.model import crd_limits, desired, progress, times, upgrade_policy, views
-from sro.plan import lifecycle, node_patches, upgrade_jobs, upgrade_status
+from sro.model import crd_limits, desired, progress, upgrade_policy, views
+from sro.plan import lifecycle, node_patches, upgrade_jobs, upgrade_pass, upgrade_status
 from sro.plan import observed as observed_
 from sro.plan import upgrade_records as records
 from sro.plan import upgrade_rollback as rollback
@@ -63,6 +65,9 @@ VALIDATE_TIMEOUT = timedelta(minutes=15)
 and load, then validation pods): past it the node fails with the state's own reason."""
 DRAIN_POLL = timedelta(seconds=5)
 """How soon to try a drain again while pods are leaving or a PodDisruptionBudget says no."""
+READY_POLL = timedelta(seconds=10)
+"""How soon to look again while a NotReady node holds the rollout back (skipped, or using
+up the unavailable budget): a node's readiness wakes no pass (``NodeView.relevant``)."""
 GOING_BACK = frozenset({records.ROLLING_BACK, records.ROLLED_BACK})
 FAILING = frozenset({records.FAILED, *GOING_BACK})
 """Phases that count toward ``maxFailedNodes`` (on the current revision)."""
@@ -89,69 +94,6 @@ class Upgrade:
     restore: Mapping[desired.ObjectRef, desired.DesiredObject] = field(default_factory=_no_restore)
 
 
-def _elapsed(rec: records.Record, now: datetime) -> timedelta:
-    since = times.parse(rec.since)
-    return timedelta(0) if since is None else max(now - since, timedelta(0))
-
-
-class _Pass:
-    """One pass over the selected nodes; collects changes, deletions and drains."""
-
-    def __init__(self, sr_name: str, *, target: str, now: datetime) -> None:
-        self.sr_name, self.target, self.now = sr_name, target, now
-        self.changes: list[node_patches.NodeChange] = []
-        self.drains: list[records.DrainRequest] = []
-        self.checks: list[upgrade_jobs.JobCheck] = []
-        self.delete: list[lifecycle.Deletion] = []
-        self.wake: list[timedelta] = []
-        self.records: dict[str, records.Record] = {}  # what this pass wrote, by node
-
-    def move(
-        self,
-        node: views.NodeView,
-        rec: records.Record,
-        phase: str,
-        *,
-        reason: str = "",
-        unschedulable: bool | None = None,
-        previous: Mapping[str, str] | None = None,
-        rollback_failed: bool = False,
-    ) -> records.Record:
-        cordoned = rec.cordoned if unschedulable is None else unschedulable
-        new = records.Record(
-            phase=phase,
-            since=self.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            cordoned=cordoned,
-            revision=self.target,
-            reason=reason,
-            previous=rec.previous if previous is None else MappingProxyType(dict(previous)),
-            rollback_failed=rollback_failed,
-        )
-        value = None if phase == records.DONE else new.to_json()
-        self.changes.append(
-            node_patches.NodeChange(
-                node=node.name,
-                labels={records.label(self.sr_name): phase},
-                annotations={records.annotation(self.sr_name): value},
-                unschedulable=unschedulable,
-            )
-        )
-        self.wake.append(timedelta(0))
-        self.records[node.name] = new
-        return new
-
-    def pod_deletion(self, pod: views.PodView, why: str) -> None:
-        ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=pod.namespace, name=pod.name)
-        self.delete.append(lifecycle.Deletion(ref=ref, uid=pod.uid, reason=why))
-
-
-def _running(pods: Sequence[views.PodView]) -> Mapping[str, str]:
-    """Each DaemonSet's revision hash among a node's outdated pods: what it ran so far."""
-    return {
-        p.owner_name: p.labels[observed_.REVISION_HASH] for p in pods if observed_.REVISION_HASH in p.labels
-    }
-
-
 def plan(
     wanted: desired.DesiredState,
     seen: observed_.Observed,
@@ -164,7 +106,7 @@ def plan(
     key = records.label(sr)
     old = records.outdated(seen)
     target = records.revision(wanted)
-    p = _Pass(sr, target=target, now=now)
+    p = upgrade_pass.Pass(sr, target=target, now=now)
     nodes = {name: seen.nodes.get(name) or views.NodeView(name=name) for name in wanted.nodes}
     recs = {name: records.record(node, sr) for name, node in nodes.items()}
     phases: dict[str, str] = {}
@@ -191,6 +133,8 @@ def plan(
             if (node.unschedulable and not rec.cordoned) or not node.ready:
                 skipped.append(name)
                 phase = upgrade_status.SKIPPED
+                if not node.ready:
+                    p.wake.append(READY_POLL)  # its turn comes when it reports Ready again
             else:
                 phase = records.PENDING
         phases[name] = phase
@@ -211,6 +155,8 @@ def plan(
             policy.max_parallel - in_progress,
             policy.unavailable_budget(len(nodes)) - unavailable,
         )
+        if len(pending) > budget and any(not n.ready for n in nodes.values()):
+            p.wake.append(READY_POLL)  # the budget grows as NotReady nodes come back
         for name in pending[: max(budget, 0)]:
             node = nodes[name]  # unschedulable here only if sro cordoned it for an earlier revision
             p.move(
@@ -218,7 +164,7 @@ def plan(
                 recs[name],
                 records.CORDONED,
                 unschedulable=None if node.unschedulable else True,
-                previous=_running(old.get(name, ())),
+                previous=upgrade_pass.running(old.get(name, ())),
             )
             phases[name] = records.CORDONED
     rolled = [n for n, ph in phases.items() if ph == records.ROLLED_BACK]
@@ -256,7 +202,7 @@ class _Back:
 
 
 def _roll_back(
-    p: _Pass,
+    p: upgrade_pass.Pass,
     wanted: desired.DesiredState,
     seen: observed_.Observed,
     walked: progress.Walk,
@@ -294,7 +240,7 @@ def _roll_back(
         states = walked.nodes.get(name, {})
         complete = bool(states) and all(st.phase is _COMPLETE for st in states.values())
         why_not = next((f"{s}: {st.reason}" for s, st in states.items() if st.phase is not _COMPLETE), "")
-        elapsed = _elapsed(rec, p.now)
+        elapsed = upgrade_pass.elapsed(rec, p.now)
         done = rollback.step(
             name,
             elapsed=elapsed,
@@ -328,7 +274,7 @@ def _roll_back(
 
 
 def _advance(
-    p: _Pass,
+    p: upgrade_pass.Pass,
     node: views.NodeView,
     rec: records.Record,
     phase: str,
@@ -340,7 +286,7 @@ def _advance(
     drained: tuple[str, ...] | None,
 ) -> str:
     """One step of a node in progress; returns its phase after this pass."""
-    elapsed = _elapsed(rec, p.now)
+    elapsed = upgrade_pass.elapsed(rec, p.now)
     emptied = records.DRAINING if policy.drain.enable else records.REPLACING
     if phase in (records.CORDONED, records.WAITING, records.DRAINING) and not old:
         return p.move(node, rec, records.VALIDATING).phase  # the template went back to what it runs: no drain

@@ -59,6 +59,8 @@ class WatchSpec:
     """For ``mapped`` watches: which keys a change concerns."""
     own_status: handlers.OwnStatus | None = field(default=None, compare=False)
     """For the primary watch: which status-only changes are this process's own writes."""
+    status_read: bool = field(default=True, compare=False)
+    """For owned watches: whether reconciles read the kind's status (``handlers.owned``)."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -228,4 +230,4 @@ class Caches:
                 raise RuntimeError("watch_nodes needs a mapper")
             return handlers.nodes(self._enqueue, self.node_mapper)
         namespaced = any(s.role is Role.PRIMARY and s.namespace for s in self.specs.values())
-        return handlers.owned(self._enqueue, namespaced_owner=namespaced)
+        return handlers.owned(self._enqueue, namespaced_owner=namespaced, status_read=spec.status_read)

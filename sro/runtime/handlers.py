@@ -9,10 +9,13 @@ Pure functions of a change, given an ``enqueue`` callback (the queue's ``add``):
   owners concerns both). A namespaced primary owns objects in its own namespace, so
   its key is "<the object's namespace>/<owner>". A change that leaves the projection
   as it was but for its resourceVersion enqueues nothing (an annotation on a pod, a
-  pod condition no verdict reads, a Ready the node controller took or gave back).
+  pod condition no verdict reads, a Ready the node controller took or gave back); for a
+  kind whose status no reconcile reads, neither does a change of its status alone (a
+  DaemonSet's counts move with every pod on every node).
 * ``nodes``: a Node change enqueues whatever the engine's mapper says the old or the
-  new node concerns, but only if ``NodeView.relevant()`` changed: heartbeats and
-  lease renewals touch nothing a reconcile reads, and enqueue nothing.
+  new node concerns, but only if ``NodeView.relevant()`` changed: heartbeats, lease
+  renewals and the node controller's readiness flips touch nothing a reconcile reads
+  (but a driver upgrade's, which looks again on its own), and enqueue nothing.
 """
 
 from __future__ import annotations
@@ -44,13 +47,19 @@ _VOLATILE = frozenset({"resourceVersion", "managedFields"})
 
 
 def _beyond_status(view: Any) -> object:
-    """What of a primary object a reconcile acts on: everything but its status (and the
-    metadata every write changes). Views without a body compare whole."""
+    """What of an object a reconcile acts on when it reads no status (a primary, an owned
+    kind judged otherwise): everything but its status (and the metadata every write
+    changes). Views without a body compare whole."""
     body = getattr(view, "body", None)
     if not isinstance(body, dict):
         return view
     meta = {k: v for k, v in (body.get("metadata") or {}).items() if k not in _VOLATILE}
     return ({k: v for k, v in body.items() if k not in ("status", "metadata")}, meta)
+
+
+def _status_alone(old: Any, new: Any) -> bool:
+    """Whether a change (of a view with a body) touched its status alone."""
+    return old is not None and new is not None and _beyond_status(old) == _beyond_status(new)
 
 
 OwnStatus = Callable[[Any], bool]
@@ -67,8 +76,7 @@ def primary(enqueue: Enqueue, *, own_status: OwnStatus | None = None) -> Handler
 
     def handle(change: store_.Change[Any]) -> None:
         old, new = change.old, change.new
-        status_only = old is not None and new is not None and _beyond_status(old) == _beyond_status(new)
-        if status_only and (own_status is None or own_status(new)):
+        if _status_alone(old, new) and (own_status is None or own_status(new)):
             return
         view = new if new is not None else old
         if view is not None:
@@ -92,12 +100,16 @@ def _same_but_version(old: Any, new: Any) -> bool:
     return bool(dataclasses.replace(old, resource_version=new.resource_version) == new)
 
 
-def owned(enqueue: Enqueue, *, namespaced_owner: bool = False) -> Handler:
+def owned(enqueue: Enqueue, *, namespaced_owner: bool = False, status_read: bool = True) -> Handler:
     """An owned object's change enqueues its owner (by the owner label of its old or new
-    version), unless its projection shows no change but its resourceVersion."""
+    version), unless its projection shows no change but its resourceVersion, or, for a
+    kind whose status no reconcile reads (``status_read`` false), none but its status."""
 
     def handle(change: store_.Change[Any]) -> None:
-        if _same_but_version(change.old, change.new):
+        old, new = change.old, change.new
+        if _same_but_version(old, new):
+            return
+        if not status_read and _status_alone(old, new):
             return
         owners: set[QueueKey] = set()
         for view in (change.old, change.new):

@@ -133,10 +133,18 @@ class Manager:
             )
         )
 
-    def watch_owned(self, api_version: str, kind: str, *, namespace: str = "") -> None:
+    def watch_owned(
+        self, api_version: str, kind: str, *, namespace: str = "", status_read: bool = True
+    ) -> None:
+        """Watch an owned kind; with ``status_read`` false a change of an object's status
+        alone enqueues nothing (no reconcile reads it: a DaemonSet judged by its pods)."""
         self.caches.add(
             caches_.WatchSpec(
-                api_version=api_version, kind=kind, namespace=namespace, label_selector=caches_.OWNED_SELECTOR
+                api_version=api_version,
+                kind=kind,
+                namespace=namespace,
+                label_selector=caches_.OWNED_SELECTOR,
+                status_read=status_read,
             )
         )
 

@@ -33,10 +33,34 @@ def test_without_nfds_label_the_kubelets_kernel_is_read() -> None:
     assert rebooted.relevant() != bare.relevant()
 
 
-def test_the_os_image_and_readiness_are_read() -> None:
+def test_the_os_image_is_read() -> None:
     upgraded = dataclasses.replace(LABELLED, os_image="Red Hat Enterprise Linux 9.5")
     assert upgraded.relevant() != LABELLED.relevant()
-    assert dataclasses.replace(LABELLED, ready=False).relevant() != LABELLED.relevant()
+
+
+def test_a_heartbeat_gap_is_not_read_readiness_and_the_node_controllers_taints() -> None:
+    """NotReady, with the node controller's taints, and back: no pass (the upgrade walk,
+    the only reader of readiness, looks again on its own while it waits on a node)."""
+    gap = dataclasses.replace(
+        LABELLED,
+        ready=False,
+        taints=(
+            views.Taint(key="node.kubernetes.io/unreachable", effect="NoSchedule"),
+            views.Taint(key="node.kubernetes.io/unreachable", effect="NoExecute", time_added="t"),
+        ),
+    )
+    assert gap.relevant() == LABELLED.relevant()
+
+
+def test_every_other_taint_is_read_beside_the_node_controllers() -> None:
+    gpu = views.Taint(key="nvidia.com/gpu", effect="NoSchedule")
+    not_ready = views.Taint(key="node.kubernetes.io/not-ready", effect="NoExecute")
+    tainted = dataclasses.replace(LABELLED, taints=(gpu,))
+    assert tainted.relevant() != LABELLED.relevant()
+    gap = dataclasses.replace(tainted, ready=False, taints=(gpu, not_ready))
+    assert gap.relevant() == tainted.relevant()
+    gone = dataclasses.replace(gap, taints=(not_ready,))
+    assert gone.relevant() != tainted.relevant()
 
 
 def test_the_resource_version_alone_is_not_read() -> None:

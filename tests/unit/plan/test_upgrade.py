@@ -23,7 +23,7 @@ import pytest
 from builders import SR, T0, ds, ds_pod, live, node, seen, states, wanted
 
 from sro.model import upgrade_policy, views
-from sro.plan import lifecycle, node_patches, observed, planner, upgrade_records
+from sro.plan import lifecycle, node_patches, observed, planner, upgrade, upgrade_records
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -87,6 +87,31 @@ def test_nodes_start_within_max_parallel_and_max_unavailable_counting_every_unav
     assert {n for n, c in changed.items() if c.labels.get(LABEL) == upgrade_records.CORDONED} == {"n00"}
     assert "n05" not in changed and "n06" not in changed  # never touched
     assert p.status["upgrade"]["skipped"] == ["n05", "n06"]
+
+
+def test_a_rollout_held_back_by_a_notready_node_looks_again_on_its_own() -> None:
+    """Readiness wakes no pass (``NodeView.relevant``): the walk asks for one itself while
+    a NotReady node is skipped or uses up the unavailable budget, and only then."""
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="1", max_parallel=1)
+    sick = replace(node("n01"), ready=False)
+    p = _world(3, policy=policy, nodes={"n01": sick})
+    assert _changes(p) == {}  # the one unavailable node the budget allows is the NotReady one
+    assert p.status["upgrade"]["skipped"] == ["n01"]
+    assert p.requeue_after == upgrade.READY_POLL.total_seconds()
+    # n01 already runs the new driver: not skipped, but NotReady, it uses up the budget
+    p = _world(3, policy=policy, nodes={"n01": sick}, generations={"n01": 2})
+    assert _changes(p) == {} and p.status["upgrade"]["skipped"] == []
+    assert p.requeue_after == upgrade.READY_POLL.total_seconds()
+
+    admin = node("n01", unschedulable=True)  # a cordon is read at once: no polling for it
+    p = _world(
+        3, policy=upgrade_policy.UpgradePolicy(max_unavailable="2", max_parallel=1), nodes={"n01": admin}
+    )
+    assert set(_changes(p)) == {"n00"} and p.requeue_after == 0
+    p = _world(
+        1, policy=policy, nodes={"n00": node("n00", {LABEL: upgrade_records.DONE})}, generations={"n00": 2}
+    )
+    assert p.requeue_after is None
 
 
 def test_in_progress_nodes_use_up_max_parallel() -> None:

@@ -4,8 +4,10 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
+from sro import errors
 from sro.cache import projections, store
-from sro.model import specialresource, views
+from sro.model import desired, specialresource, views
+from sro.plan import observed, readiness
 from sro.runtime import handlers
 
 pytestmark = pytest.mark.unit
@@ -187,3 +189,64 @@ def test_a_ready_the_node_controller_took_or_gave_back_enqueues_nothing() -> Non
     assert keys == []
     handle(store.Change(_pod(version="3", ready=True), _pod(version="4", ready=False)))  # the kubelet's own
     assert keys == ["gpu"]
+
+
+def _daemonset(*, ready: int, image: str = "d:1") -> projections.ObjectView:
+    return projections.ObjectView.from_body(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {
+                "name": "driver",
+                "namespace": "gpu",
+                "labels": {specialresource.OWNER_LABEL: "gpu"},
+                "resourceVersion": str(ready),
+                "generation": 1 if image == "d:1" else 2,
+            },
+            "spec": {"template": {"spec": {"containers": [{"image": image}]}}},
+            "status": {"numberReady": ready, "desiredNumberScheduled": 5000},
+        }
+    )
+
+
+def test_a_status_change_alone_of_a_kind_whose_status_is_not_read_enqueues_nothing() -> None:
+    """A DaemonSet's counts move with each pod on each node; its pods are what is judged."""
+    keys: list[str] = []
+    quiet = handlers.owned(keys.append, status_read=False)
+    quiet(store.Change(_daemonset(ready=4999), _daemonset(ready=5000)))
+    assert keys == []
+    quiet(store.Change(_daemonset(ready=5000), _daemonset(ready=5000, image="d:2")))  # a hand edit
+    quiet(store.Change(_daemonset(ready=5000), None))  # deleted
+    assert keys == ["gpu", "gpu"]
+    handlers.owned(keys.append)(store.Change(_daemonset(ready=4999), _daemonset(ready=5000)))
+    assert keys == ["gpu", "gpu", "gpu"]  # a kind whose status is read: enqueued
+
+
+def test_the_kinds_whose_status_is_not_read_have_verdicts_that_ignore_it() -> None:
+    """``readiness.reads_status`` is what the owned watches are told: a kind it leaves out
+    must judge the same with any status."""
+
+    statuses = [
+        {},
+        {"phase": "Terminating", "observedGeneration": 0, "availableReplicas": 0, "readyReplicas": 0},
+        {"conditions": [{"type": "Failed", "status": "True"}, {"type": "Established", "status": "False"}]},
+    ]
+    for kind in ("DaemonSet", "ConfigMap", "Service", "ServiceAccount", "ClusterRole", "PriorityClass"):
+        assert not readiness.reads_status(kind)
+        want = desired.DesiredObject(
+            state="s",
+            body={"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}},
+            source=errors.Location(file="x.yaml"),
+        )
+        verdicts = {
+            readiness.cluster_object(
+                want,
+                observed.LiveObject.from_body(
+                    {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}, "status": st}
+                ),
+            ).outcome
+            for st in statuses
+        }
+        assert len(verdicts) == 1, (kind, verdicts)
+    for kind in ("Job", "Deployment", "Namespace", "Pod"):
+        assert readiness.reads_status(kind)
