@@ -60,8 +60,18 @@ class Exit:
     code: int
     asked: bool
     lost_lease: bool
-    stalled: bool = False
-    """Its shutdown hung and the exit watch ended it (the log holds the stacks)."""
+    stalled: str = ""
+    """Its shutdown hung and the exit watch ended it: the log from the watch's line on
+    (every pending task's stack, then every thread's)."""
+
+
+def _stall_report(log: str, *, lines: int = 80) -> str:
+    """What the exit watch wrote, if it ended the process (``sro.runtime.exit_watch``)."""
+    at = log.find("exit stalled")
+    if at < 0:
+        return ""
+    start = log.rfind("\n", 0, at) + 1
+    return "\n".join(log[start:].splitlines()[:lines])
 
 
 class Sro:
@@ -187,7 +197,7 @@ class Fleet:
                     code=p.proc.returncode,
                     asked=p.asked_to_end,
                     lost_lease="lost the lease" in text,
-                    stalled="exit stalled" in text,
+                    stalled=_stall_report(text),
                 )
             )
             if not p.asked_to_end:

@@ -227,7 +227,11 @@ def judge(
             f"round {round_.number}: Event twice: {p}"
             for p in repeated_events(events[round_.name], round_=round_)
         ]
-    problems += [f"sro exited unasked: {e}" for e in fleet.unexpected_exits()]
+    problems += [
+        f"sro exited unasked: {dataclasses.replace(e, stalled='(below)') if e.stalled else e}"
+        + (f"; its shutdown hung, the exit watch ended it:\n{e.stalled}" if e.stalled else "")
+        for e in fleet.unexpected_exits()
+    ]
     applies = applies_per_object(mine)
     problems += [f"{n} applies of {'/'.join(key)}" for key, n in applies.items() if n > MOST_APPLIES]
     totals = Totals(
