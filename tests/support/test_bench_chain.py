@@ -80,6 +80,7 @@ def test_pods_made_again_after_a_deletion_are_told_from_repeated_applies() -> No
     ]
     assert converge.pod_creations(writes) == {
         "pods_created_again": 1,
+        "pods_created_again_by": {"u": 1},
         "pod_applies_repeated": 1,
         "pods_deleted_by_sro": 1,
         "pods_collected": 1,

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -89,22 +90,27 @@ def states_after(recipe: Path) -> dict[str, tuple[str, ...]]:
 POD_GC_USER = "system:serviceaccount:kube-system:pod-garbage-collector"
 
 
-def pod_creations(writes: list[audit.Write]) -> dict[str, int]:
+def pod_creations(writes: list[audit.Write]) -> dict[str, Any]:
     """Of the pods sro made (``writes``: everyone's, in order): how many it made again
     after someone deleted them (each per-node pod is made once per node and state unless
     something reset that state there), and how many creating applies were repeated with
     no deletion between (a second apply of a pod just made; the API server answers the
     racing second one 201 as well). Also the pods sro deleted, and those the pod garbage
     collector did (the oldest finished pods, past its threshold): each of those is a
-    finished per-node pod sro must not take for one that never ran."""
+    finished per-node pod sro must not take for one that never ran. Pods made again are
+    also counted by who deleted them (``pods_created_again_by``: a pod evicted before it
+    finished is rightly made again; one the collector took after it succeeded is not)."""
     again = repeated = deleted = collected = 0
     made: set[str] = set()  # made and not deleted since
     seen_before: set[str] = set()  # made at some time
+    deleter: dict[str, str] = {}  # pod -> who deleted it last
+    again_by: Counter[str] = Counter()
     for w in writes:
         if w.resource != "pods" or w.subresource or w.dry_run:
             continue  # a dry run (a state's first writes are tried so first) makes nothing
         if w.verb == "delete" and w.succeeded:
             made.discard(w.name)
+            deleter[w.name] = "sro" if w.by_sro else w.user
             deleted += w.by_sro
             collected += w.user == POD_GC_USER
         elif w.by_sro and w.code == 201:
@@ -112,10 +118,12 @@ def pod_creations(writes: list[audit.Write]) -> dict[str, int]:
                 repeated += 1
             elif w.name in seen_before:
                 again += 1
+                again_by[deleter.get(w.name, "(unknown)")] += 1
             made.add(w.name)
             seen_before.add(w.name)
     return {
         "pods_created_again": again,
+        "pods_created_again_by": dict(again_by),
         "pod_applies_repeated": repeated,
         "pods_deleted_by_sro": deleted,
         "pods_collected": collected,

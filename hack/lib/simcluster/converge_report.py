@@ -51,7 +51,7 @@ def table(figures: Mapping[str, Any]) -> str:
             f"{f['sro']['requests']} (non-watch {f['sro']['requests_non_watch']})",
         ),
         ("sro writes in the audit log", f"{f['sro']['audit_writes']}"),
-        ("pods sro made again after a deletion", str(f["sro"].get("pods_created_again", "(not counted)"))),
+        ("pods sro made again after a deletion", _again(f["sro"])),
         ("creating applies of a pod repeated", str(f["sro"].get("pod_applies_repeated", "(not counted)"))),
         ("pods sro deleted", str(f["sro"].get("pods_deleted_by_sro", "(not counted)"))),
         ("pods the pod garbage collector deleted", str(f["sro"].get("pods_collected", "(not counted)"))),
@@ -184,3 +184,14 @@ def profile_top(path: Path, *, count: int) -> str:
     lines.append("self:")
     lines += [f"  {100 * n / total:5.1f}%  {f[:110]}" for f, n in own.most_common(count)]
     return "\n".join(lines)
+
+
+def _again(sro: Mapping[str, Any]) -> str:
+    """How many pods sro made again, and after whose deletions."""
+    count = sro.get("pods_created_again")
+    if count is None:
+        return "(not counted)"
+    by = sro.get("pods_created_again_by") or {}
+    if not by:
+        return f"{count}"
+    return f"{count} (deleted by " + ", ".join(f"{u}: {n}" for u, n in sorted(by.items())) + ")"
