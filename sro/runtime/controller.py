@@ -62,6 +62,7 @@ class Controller:
     async def _worker(self) -> None:
         while (key := await self.queue.get()) is not None:
             await self.process(key)
+            _stop_if_cancelled()
 
     async def process(self, key: handlers.QueueKey) -> result_.Outcome:
         """Reconcile one key taken from the queue and act on the outcome."""
@@ -99,3 +100,14 @@ class Controller:
         self.queue.forget(key)
         if outcome.action is result_.Action.REQUEUE_AFTER:
             self.queue.add_after(key, outcome.delay)
+
+
+def _stop_if_cancelled() -> None:
+    """Raise ``CancelledError`` if this task was cancelled and nothing raised it: a
+    cancellation that lands while a TaskGroup inside the reconcile is failing comes out as
+    the group's error (Python 3.11's TaskGroup gives errors priority), which the guard
+    takes for a failed reconcile. That is how a leader whose writes the lease fence refused
+    at the very moment it lost the lease kept waiting on the queue instead of exiting."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

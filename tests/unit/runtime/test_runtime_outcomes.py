@@ -156,3 +156,28 @@ async def test_stop_lets_in_flight_reconciles_finish() -> None:
     release.set()
     await asyncio.wait_for(task, 2)
     assert finished == ["a"]
+
+
+async def test_workers_stop_when_cancelled_even_if_a_reconcile_absorbed_the_cancellation() -> None:
+    """A cancellation that lands while a TaskGroup inside the reconcile is failing (sro's
+    writes refused by the lease fence at the very moment the lease is lost) comes out as
+    the group's error, not as CancelledError (Python 3.11's TaskGroup gives errors
+    priority). The worker must stop anyway, not wait on the queue forever."""
+    entered = asyncio.Event()
+
+    async def reconcile(key: str) -> result.Result:
+        entered.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise RuntimeError("a write refused at the same moment") from None
+        return result.DONE
+
+    c, _ = make(reconcile, workers=1)
+    c.queue.add("a")
+    workers = asyncio.create_task(c.run())
+    await asyncio.wait_for(entered.wait(), 2)
+    workers.cancel()
+    done, _ = await asyncio.wait({workers}, timeout=2)
+    assert workers in done, "the worker stopped"
+    assert workers.cancelled()
