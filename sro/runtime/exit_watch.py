@@ -36,10 +36,6 @@ class ExitWatch:
         self._timer: threading.Timer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    @property
-    def armed(self) -> bool:
-        return self._timer is not None
-
     def arm(self, *, seconds: float, why: str) -> None:
         """Exit the process ``seconds`` from now unless it has exited by then (the first
         call counts; later calls keep the earlier deadline)."""
