@@ -256,6 +256,7 @@ def run_settings(args: argparse.Namespace) -> settings_.Settings:
         api=api_settings(args),
         server=server_settings(args),
         log=dataclasses.replace(base.log, format=args.log_format, level=args.log_level),
+        queue=dataclasses.replace(base.queue, pace=args.reconcile_pace),
         controller=dataclasses.replace(
             base.controller, workers=args.workers, write_concurrency=args.write_concurrency
         ),

@@ -305,6 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     flag(
         run,
+        "--reconcile-pace",
+        "SRO_RECONCILE_PACE",
+        "3",
+        "a SpecialResource reconciled back to back rests PACE-1 times its last pass's duration "
+        "(at most 5 s) before the next, so passes take at most 1/PACE of the time (1: no rest)",
+        type=types.pace,
+        metavar="PACE",
+    )
+    flag(
+        run,
         "--kube-api-qps",
         "SRO_KUBE_API_QPS",
         "200",

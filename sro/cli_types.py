@@ -62,6 +62,17 @@ def rate(text: str) -> float:
     return number
 
 
+def pace(text: str) -> float:
+    """A pace: a number from 1 (back to back) to 100."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1 <= number <= 100:  # nan fails too
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number from 1 (back to back) to 100")
+    return number
+
+
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
 
 

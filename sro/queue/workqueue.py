@@ -10,6 +10,11 @@ Properties (each has a unit test named for it and a rule in the property test):
   processing leads to exactly one more pass.
 * **Delayed**: ``add_after`` parks a key until its ready time; the earliest ready
   time wins. ``add_rate_limited`` uses the per-key limiter; ``forget`` resets it.
+* **Paced**: with ``pace`` above 1, a key whose pass took *d* seconds rests
+  ``(pace - 1) * d`` (at most ``rest_cap``) before its next pass starts; adds during the
+  rest collapse into that one pass. A key added after a quiet spell starts at once, so
+  only a key kept busy back to back is slowed, and its passes take at most ``1 / pace``
+  of the time whatever a pass costs.
 * **Shutdown**: after ``shutdown`` no key is accepted and ``get`` returns None;
   ``shutdown(drain=True)`` waits until every key being processed is ``done``.
   Keys queued but not started are dropped: reconciles are level-triggered, and the
@@ -77,7 +82,14 @@ class WorkQueue(Generic[K]):
         clock: clocks.Clock | None = None,
         limiter: ratelimit.RateLimiter | None = None,
         metrics: QueueMetrics | None = None,
+        pace: float = 1.0,
+        rest_cap: float = 0.0,
     ) -> None:
+        """``pace`` and ``rest_cap``: see **Paced** (1.0, the default: back to back)."""
+        if pace < 1.0 or rest_cap < 0.0:
+            raise ValueError(f"pace must be at least 1 and rest_cap not negative (got {pace}, {rest_cap})")
+        self._pace = pace
+        self._rest_cap = rest_cap
         self._clock = clock or clocks.MonotonicClock()
         self._limiter = limiter or ratelimit.default(clock=self._clock)
         self._metrics: QueueMetrics = metrics or NoMetrics()
@@ -87,7 +99,8 @@ class WorkQueue(Generic[K]):
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._added_at: dict[K, float] = {}  # for the latency metric
-        self._started_at: dict[K, float] = {}  # for the work duration metric
+        self._started_at: dict[K, float] = {}  # for the work duration metric and the pace
+        self._resting: dict[K, float] = {}  # key -> when its rest after its last pass ends
         self._waiting: delaying.DelayHeap[K] = delaying.DelayHeap()
         self._shutting_down = False
         self._wakeup = asyncio.Event()
@@ -100,7 +113,12 @@ class WorkQueue(Generic[K]):
         if self._shutting_down:
             return
         self._metrics.queue_added()
+        self._enqueue(key)
+
+    def _enqueue(self, key: K) -> None:
         if key in self._dirty:
+            return
+        if key not in self._processing and self._rests(key):
             return
         self._dirty.add(key)
         self._added_at.setdefault(key, self._clock.now())
@@ -108,6 +126,21 @@ class WorkQueue(Generic[K]):
             return
         self._fifo.append(key)
         self._changed()
+
+    def _rests(self, key: K) -> bool:
+        """Whether ``key`` is resting after its last pass; if so it waits for the rest's end
+        (``promote_ready`` adds it then), keeping the time of its first add for the metric."""
+        until = self._resting.get(key)
+        if until is None:
+            return False
+        now = self._clock.now()
+        if now >= until:
+            del self._resting[key]
+            return False
+        self._added_at.setdefault(key, now)
+        self._waiting.push(key, until)
+        self._wakeup.set()
+        return True
 
     def add_after(self, key: K, delay: float) -> None:
         if self._shutting_down:
@@ -149,13 +182,25 @@ class WorkQueue(Generic[K]):
     def done(self, key: K) -> None:
         self._processing.discard(key)
         started = self._started_at.pop(key, None)
+        now = self._clock.now()
         if started is not None:
-            self._metrics.queue_work_done(key, max(0.0, self._clock.now() - started))
+            took = max(0.0, now - started)
+            self._metrics.queue_work_done(key, took)
+            self._rest(key, now=now, took=took)
         if key in self._dirty and not self._shutting_down:
-            self._fifo.append(key)
-            self._changed()
+            self._dirty.discard(key)
+            self._enqueue(key)  # at once, or at the end of its rest
         if not self._processing:
             self._idle.set()
+
+    def _rest(self, key: K, *, now: float, took: float) -> None:
+        """Start ``key``'s rest after a pass that took ``took`` seconds (see **Paced**)."""
+        rest = min((self._pace - 1.0) * took, self._rest_cap)
+        if rest <= 0.0:
+            return
+        if len(self._resting) > 1024:  # keys that were never added again: forget ended rests
+            self._resting = {k: t for k, t in self._resting.items() if t > now}
+        self._resting[key] = now + rest
 
     def promote_ready(self) -> None:
         """Move every delayed key whose time has come into the queue."""
@@ -190,6 +235,7 @@ class WorkQueue(Generic[K]):
         self._dirty.clear()
         self._waiting.clear()
         self._added_at.clear()
+        self._resting.clear()
         self._wakeup.set()
 
     async def drain(self) -> None:

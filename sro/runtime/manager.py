@@ -95,6 +95,8 @@ class Manager:
                 base=self.settings.queue.backoff_base, cap=self.settings.queue.backoff_cap
             ),
             metrics=self.metrics,
+            pace=self.settings.queue.pace,
+            rest_cap=self.settings.queue.rest_cap,
         )
         self.role = Role.STARTING
         self.identity = ""

@@ -5,7 +5,8 @@ dones, clock steps, forgets and shutdown, and checks after every step that the
 queue agrees with a model written as plainly as possible: a key is never held by
 two workers; an add during processing yields exactly one more pass; bursts
 collapse; the earliest ``add_after`` wins; ``forget`` resets the backoff; after
-shutdown nothing is handed out.
+shutdown nothing is handed out. A second machine runs the same rules on a paced queue: a
+key's add during its rest after a pass waits for the rest's end.
 """
 
 import pytest
@@ -33,9 +34,20 @@ class Model:
         self.seq = 0
         self.failures: dict[str, int] = {}
         self.shut = False
+        self.started: dict[str, float] = {}
+        self.resting: dict[str, float] = {}  # key -> end of its rest (paced queues)
 
-    def add(self, key: str) -> None:
+    def park(self, key: str, at: float) -> None:
+        current = self.waiting.get(key)
+        if current is None or at < current[0]:
+            self.seq += 1
+            self.waiting[key] = (at, self.seq)
+
+    def add(self, key: str, *, now: float) -> None:
         if self.shut or key in self.dirty:
+            return
+        if key not in self.processing and self.resting.get(key, 0.0) > now:
+            self.park(key, self.resting[key])
             return
         self.dirty.add(key)
         if key not in self.processing:
@@ -43,11 +55,17 @@ class Model:
 
 
 class QueueMachine(RuleBasedStateMachine):
+    PACE = 1.0
+    REST_CAP = 0.0
+
     def __init__(self) -> None:
         super().__init__()
         self.clock = clock.ManualClock()
         self.queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(
-            clock=self.clock, limiter=ratelimit.ExponentialBackoff(base=BASE, cap=CAP)
+            clock=self.clock,
+            limiter=ratelimit.ExponentialBackoff(base=BASE, cap=CAP),
+            pace=self.PACE,
+            rest_cap=self.REST_CAP,
         )
         self.model = Model()
         self.held: list[str] = []  # keys held by workers, in get order
@@ -57,18 +75,15 @@ class QueueMachine(RuleBasedStateMachine):
         for key, (at, _) in sorted(self.model.waiting.items(), key=lambda kv: kv[1]):
             if at <= now:
                 del self.model.waiting[key]
-                self.model.add(key)
+                self.model.add(key, now=now)
 
     def _park(self, key: str, at: float) -> None:
-        current = self.model.waiting.get(key)
-        if current is None or at < current[0]:
-            self.model.seq += 1
-            self.model.waiting[key] = (at, self.model.seq)
+        self.model.park(key, at)
 
     @rule(key=KEYS)
     def add(self, key: str) -> None:
         self.queue.add(key)
-        self.model.add(key)
+        self.model.add(key, now=self.clock.now())
 
     @rule(key=KEYS, delay=st.sampled_from([0.0, 0.01, 0.02, 0.05]))
     def add_after(self, key: str, delay: float) -> None:
@@ -76,7 +91,7 @@ class QueueMachine(RuleBasedStateMachine):
         if self.model.shut:
             return
         if delay <= 0:
-            self.model.add(key)
+            self.model.add(key, now=self.clock.now())
             return
         self._park(key, self.clock.now() + delay)
 
@@ -110,6 +125,7 @@ class QueueMachine(RuleBasedStateMachine):
             expected = self.model.order.pop(0)
             self.model.dirty.discard(expected)
             self.model.processing.add(expected)
+            self.model.started[expected] = self.clock.now()
         assert got == expected
         if got is not None:
             assert got not in self.held, "a key was handed to two workers"
@@ -120,9 +136,14 @@ class QueueMachine(RuleBasedStateMachine):
     def done(self, index: int) -> None:
         key = self.held.pop(index % len(self.held))
         self.queue.done(key)
+        now = self.clock.now()
         self.model.processing.discard(key)
+        rest = min((self.PACE - 1.0) * (now - self.model.started.pop(key)), self.REST_CAP)
+        if rest > 0:
+            self.model.resting[key] = now + rest
         if key in self.model.dirty and not self.model.shut:
-            self.model.order.append(key)
+            self.model.dirty.discard(key)
+            self.model.add(key, now=now)
 
     @rule()
     def shutdown(self) -> None:
@@ -131,6 +152,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.model.order.clear()
         self.model.dirty.clear()
         self.model.waiting.clear()
+        self.model.resting.clear()
 
     @invariant()
     def agrees_with_the_model(self) -> None:
@@ -142,3 +164,12 @@ class QueueMachine(RuleBasedStateMachine):
 
 QueueMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)
 test_the_queue_behaves_like_its_reference_model = QueueMachine.TestCase
+
+
+class PacedQueueMachine(QueueMachine):
+    PACE = 3.0
+    REST_CAP = 0.05
+
+
+PacedQueueMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)
+test_a_paced_queue_behaves_like_its_reference_model = PacedQueueMachine.TestCase

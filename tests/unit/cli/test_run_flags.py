@@ -18,7 +18,8 @@ pytestmark = pytest.mark.unit
 
 
 def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *argv: str) -> argparse.Namespace:
-    for name in ("SRO_LEADER_ELECT", "SRO_LOG_FORMAT", "SRO_WORKERS", "SRO_WRITE_CONCURRENCY"):
+    for name in ("SRO_LEADER_ELECT", "SRO_LOG_FORMAT", "SRO_WORKERS", "SRO_WRITE_CONCURRENCY",
+                 "SRO_RECONCILE_PACE"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -55,6 +56,8 @@ def test_leader_election_is_on_by_default(monkeypatch: pytest.MonkeyPatch) -> No
         ({"SRO_WORKERS": "0"}, (), "--workers"),
         ({}, ("--workers", "-3"), "--workers"),
         ({"SRO_WRITE_CONCURRENCY": "many"}, (), "--write-concurrency"),
+        ({"SRO_RECONCILE_PACE": "0.5"}, (), "--reconcile-pace"),
+        ({}, ("--reconcile-pace", "nan"), "--reconcile-pace"),
     ],
 )
 def test_a_bad_value_from_either_source_is_exit_2_naming_the_flag(
@@ -69,6 +72,12 @@ def test_a_bad_value_from_either_source_is_exit_2_naming_the_flag(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}:" in err and "Traceback" not in err
+
+
+def test_the_reconcile_pace_reaches_the_queue_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cli.run_settings(parse(monkeypatch, {})).queue.pace == 3.0
+    assert cli.run_settings(parse(monkeypatch, {"SRO_RECONCILE_PACE": "1"})).queue.pace == 1.0
+    assert cli.run_settings(parse(monkeypatch, {}, "--reconcile-pace", "2.5")).queue.pace == 2.5
 
 
 def test_log_format_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""The work queue's properties, one test each: fair, stingy, exclusive, delayed, shutdown.
+"""The work queue's properties, one test each: fair, stingy, exclusive, delayed, paced, shutdown.
 
 Covers the synchronous core with a manual clock and the waiting ``get``; the
 randomised interleavings are in tests/property/test_workqueue.py.
@@ -161,6 +161,95 @@ async def test_shutdown_with_drain_waits_for_keys_in_processing() -> None:
     q.done("a")
     await asyncio.wait_for(drained, 2)
     assert q.processing == frozenset()
+
+
+def paced(pace: float = 3.0, rest_cap: float = 5.0) -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
+    c = clock.ManualClock()
+    return workqueue.WorkQueue(clock=c, pace=pace, rest_cap=rest_cap), c
+
+
+def test_a_paced_key_added_during_its_pass_rests_twice_the_pass_before_the_next() -> None:
+    q, c = paced()
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("a")  # news while it runs
+    c.advance(0.5)
+    q.done("a")
+    assert q.try_get() is None
+    assert q.ready_at("a") == pytest.approx(c.now() + 1.0)
+    c.advance(0.99)
+    assert q.try_get() is None
+    c.advance(0.01)
+    assert q.try_get() == "a"
+
+
+def test_adds_during_a_rest_collapse_into_one_pass_at_its_end() -> None:
+    q, c = paced()
+    q.add("a")
+    assert q.try_get() == "a"
+    c.advance(1.0)
+    q.done("a")  # nothing new: it rests until 3.0 only if news comes
+    for _ in range(5):
+        q.add("a")
+        c.advance(0.1)
+    assert q.try_get() is None
+    c.advance(2.0)
+    assert q.try_get() == "a"
+    assert q.try_get() is None
+
+
+def test_a_key_added_after_its_rest_ended_runs_at_once() -> None:
+    q, c = paced()
+    q.add("a")
+    assert q.try_get() == "a"
+    c.advance(0.2)
+    q.done("a")
+    c.advance(0.4)  # the rest (0.4 s) is over
+    q.add("a")
+    assert q.try_get() == "a"
+
+
+def test_a_rest_is_capped_and_other_keys_do_not_wait_for_it() -> None:
+    q, c = paced(rest_cap=5.0)
+    q.add("slow")
+    assert q.try_get() == "slow"
+    c.advance(60.0)  # a pass held up by retries
+    q.done("slow")
+    q.add("slow")
+    q.add("other")
+    assert q.try_get() == "other"
+    assert q.ready_at("slow") == pytest.approx(c.now() + 5.0)
+
+
+def test_pace_one_is_back_to_back_and_a_pace_below_one_is_refused() -> None:
+    q, c = paced(pace=1.0)
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("a")
+    c.advance(3.0)
+    q.done("a")
+    assert q.try_get() == "a"
+    with pytest.raises(ValueError, match="pace"):
+        workqueue.WorkQueue(pace=0.5)
+
+
+def test_the_latency_of_a_rested_key_counts_from_its_first_add() -> None:
+    latencies: list[float] = []
+
+    class Recorder(workqueue.NoMetrics):
+        def queue_latency(self, seconds: float) -> None:
+            latencies.append(seconds)
+
+    c = clock.ManualClock()
+    q = workqueue.WorkQueue(clock=c, pace=3.0, rest_cap=5.0, metrics=Recorder())
+    q.add("a")
+    assert q.try_get() == "a"
+    c.advance(1.0)
+    q.done("a")
+    q.add("a")
+    c.advance(2.0)
+    assert q.try_get() == "a"
+    assert latencies == [0.0, pytest.approx(2.0)]
 
 
 def test_token_bucket_spaces_retries_once_the_burst_is_spent() -> None:
