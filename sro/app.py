@@ -116,6 +116,9 @@ class _Reader:
     def pods(self, namespace: str) -> Sequence[views.PodView]:
         return self._m.pods.values(namespace=namespace)
 
+    def pods_gone(self, since: int | None) -> tuple[int, Sequence[views.PodView]]:
+        return self._m.pods.gone_since(since)
+
     def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
         return self._m.lagging(kinds)
 

@@ -103,6 +103,19 @@ def for_kind(api_version: str, kind: str, *, controlled_by: tuple[str, str] | No
     return ObjectView.from_body
 
 
+def kept_when_gone(api_version: str, kind: str) -> Callable[[Any], bool] | None:
+    """Which deleted objects of a kind the cache logs (``store.Store.gone_since``): pods
+    that succeeded, the proof that a per-node pod ran to completion, which its deletion
+    (the pod garbage collector's, anyone's) must not take back before a pass has read it."""
+    if api_version == "v1" and kind == "Pod":
+        return _succeeded
+    return None
+
+
+def _succeeded(pod: views.PodView) -> bool:
+    return pod.phase == "Succeeded"
+
+
 _KEPT_OF_FOREIGN = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
 _FINALIZERS_KEPT = 16  # whether an object has finalizers is what teardown asks of it
 

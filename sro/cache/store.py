@@ -9,13 +9,18 @@ whole list applied at once at the end.
 
 Objects are keyed by (namespace, name); cluster-scoped ones have namespace "".
 Indexes map an index value (e.g. a node name, an owner) to keys and are kept in
-step on every change. A miss raises the same ``NotFound`` the API would, so callers
-need not know where a read came from. Values are immutable projections (or, for
-``ObjectView``, treated as read-only), so reads hand them out without copying.
+step on every change. A store given ``keep_gone`` also logs the last state of deleted
+objects it selects (``gone_since``): a pod that succeeded and was collected between two
+reconciles is gone from the cache, but what it proved still counts.
+
+A miss raises the same ``NotFound`` the API would, so callers need not know where a
+read came from. Values are immutable projections (or, for ``ObjectView``, treated as
+read-only), so reads hand them out without copying.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -25,6 +30,10 @@ from sro import errors
 V = TypeVar("V")
 Key = tuple[str, str]
 Indexer = Callable[[V], Iterable[str]]
+
+GONE_KEPT = 16_384
+"""Deleted objects ``gone_since`` remembers at most: more than a pass's worth of pods the
+pod garbage collector takes at once on a 5,000-node cluster; older ones are forgotten."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,12 @@ class Store(Generic[V]):
         resource: str,
         project: Callable[[Mapping[str, Any]], V],
         indexers: Mapping[str, Indexer[V]] | None = None,
+        keep_gone: Callable[[V], bool] | None = None,
     ) -> None:
         self.resource = resource
+        self._keep_gone = keep_gone
+        self._gone: collections.deque[tuple[int, V]] = collections.deque(maxlen=GONE_KEPT)
+        self._gone_seq = 0
         self._project = project
         self._indexers = dict(indexers or {})
         self._items: dict[Key, V] = {}
@@ -113,6 +126,20 @@ class Store(Generic[V]):
     def keys(self) -> set[Key]:
         return set(self._items)
 
+    def gone_since(self, cursor: int | None) -> tuple[int, list[V]]:
+        """The deleted objects ``keep_gone`` selected since ``cursor`` (oldest first; those
+        past ``GONE_KEPT`` are forgotten), and the cursor to hand back next time; None
+        starts from now, with nothing."""
+        if cursor is None:
+            return self._gone_seq, []
+        since: list[V] = []
+        for seq, value in reversed(self._gone):
+            if seq <= cursor:
+                break
+            since.append(value)
+        since.reverse()
+        return self._gone_seq, since
+
     def __len__(self) -> int:
         return len(self._items)
 
@@ -133,6 +160,9 @@ class Store(Generic[V]):
         if old is None:
             return None
         self._unindex(key, old)
+        if self._keep_gone is not None and self._keep_gone(old):
+            self._gone_seq += 1
+            self._gone.append((self._gone_seq, old))
         return Change(old, None)
 
     def _index(self, key: Key, value: V) -> None:

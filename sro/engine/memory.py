@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sro.engine import compute, execute
+from sro.engine import compute, execute, ports
 from sro.model import desired
-from sro.plan import finish, node_loss, planner, walk_memo
+from sro.model import specialresource as sr_model
+from sro.plan import finish, inputs, node_loss, planner, walk_memo
 from sro.plan import observed as observed_
+
+DELETED_KEPT = 16_384
+"""Uids of pods sro deleted that the memory keeps (``Memory.deleted``): a deletion's watch
+event comes within seconds, so the last this many are plenty."""
 
 
 @dataclass(kw_only=True)
@@ -37,6 +42,18 @@ class Memory:
     walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
     node_answers: dict[str, observed_.NodeAnswer] = field(default_factory=dict)  # what node patches returned
     pod_records: observed_.PodRecords = field(default_factory=dict)  # owned bare pods as last observed
+    gone_cursor: int | None = None  # how far the pods cache's log of succeeded pods gone was read
+    deleted: dict[str, None] = field(default_factory=dict)  # uids of pods sro deleted, oldest first
+
+    def finished(self, reader: ports.Reader, sr: sr_model.SpecialResource) -> frozenset[desired.ObjectRef]:
+        """``Observed.finished`` for this pass: the pods the cache saw succeed and go since
+        the last (none on the first pass of this memory: older news was read by a pass of
+        another process, or concerns an earlier life of the node)."""
+        self.gone_cursor, gone = reader.pods_gone(self.gone_cursor)
+        if not gone:
+            return frozenset()
+        live = reader.pods(sr.spec.namespace)
+        return inputs.finished_pods(gone, sr=sr, live=live, deleted=self.deleted)
 
     def observed(self, seen: observed_.Observed) -> None:
         """After observing: keep the pod records, and log tails of pods that still exist."""
@@ -47,6 +64,9 @@ class Memory:
     def planned(self, planned: planner.Plan) -> None:
         """After planning: the retry bookkeeping, and what the walk hands the next."""
         self.retries = dict(planned.retries)
+        self.deleted.update((d.uid, None) for d in planned.delete if d.uid and d.ref.kind == "Pod")
+        for uid in list(self.deleted)[: max(len(self.deleted) - DELETED_KEPT, 0)]:
+            del self.deleted[uid]  # its deletion was long seen
         kept_walk = planned.walk.memo if planned.walk is not None else None
         self.walked = kept_walk if isinstance(kept_walk, walk_memo.Memo) else walk_memo.EMPTY
 

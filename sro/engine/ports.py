@@ -38,6 +38,11 @@ class Reader(Protocol):
 
     def pods(self, namespace: str) -> Sequence[views.PodView]: ...
 
+    def pods_gone(self, since: int | None) -> tuple[int, Sequence[views.PodView]]:
+        """Pods deleted after they succeeded since the cursor ``since`` (any namespace), and
+        the cursor for next time; None: from now on (``cache.store.Store.gone_since``)."""
+        ...
+
     def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
         """Of ``kinds``, those whose cache has not yet shown this process's last write."""
         ...

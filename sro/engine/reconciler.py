@@ -234,6 +234,7 @@ class Engine:
             walk_memo=memory.walked,
             node_answers=memory.node_answers,
             pod_records=memory.pod_records,
+            finished=memory.finished(self._reader, sr),
         )
         memory.observed(seen)
         planned = await compute.plan(wanted, seen, now=now)

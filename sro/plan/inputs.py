@@ -16,7 +16,7 @@ be read in one place:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -167,6 +167,25 @@ def owned_pods(pods: Iterable[views.PodView], *, sr_name: str, sr_uid: str = "")
     )
 
 
+def finished_pods(
+    gone: Iterable[views.PodView],
+    *,
+    sr: sr_model.SpecialResource,
+    live: Iterable[views.PodView],
+    deleted: Container[str],
+) -> frozenset[desired.ObjectRef]:
+    """Of the pods deleted after they succeeded since the last pass (``gone``, the cache's
+    log), ``sr``'s own bare pods in its namespace that sro did not delete itself
+    (``deleted``: uids; a pod sro deleted was closed, its proof withdrawn) and that were not
+    made again (no ``live`` pod of the name): ``Observed.finished``."""
+    names = {(p.namespace, p.name) for p in live}
+    return frozenset(
+        desired.ObjectRef(api_version="v1", kind="Pod", namespace=p.namespace, name=p.name)
+        for p in owned_pods(gone, sr_name=sr.name, sr_uid=sr.uid)
+        if p.namespace == sr.spec.namespace and p.uid not in deleted and (p.namespace, p.name) not in names
+    )
+
+
 def pod_objects(
     pods: Iterable[views.PodView], *, last: observed_.PodRecords = MappingProxyType({})
 ) -> tuple[Mapping[desired.ObjectRef, observed_.LiveObject], observed_.PodRecords]:
@@ -252,6 +271,7 @@ def observe(
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY,
     node_answers: Mapping[str, observed_.NodeAnswer] = MappingProxyType({}),
     pod_records: observed_.PodRecords = MappingProxyType({}),
+    finished: frozenset[desired.ObjectRef] = frozenset(),
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
     what the registry said of each kernel group's images).
@@ -289,6 +309,7 @@ def observe(
         walk_memo=walk_memo,
         node_answers=node_answers,
         pod_records=records,
+        finished=finished,
     )
 
 

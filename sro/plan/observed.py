@@ -295,6 +295,10 @@ class Observed:
     node_answers: Mapping[str, NodeAnswer] = field(default_factory=dict)
     """What sro's last patch of each node returned, this process (engine memory): a cached
     node older than that does not show sro's own last write yet."""
+    finished: frozenset[desired.ObjectRef] = frozenset()
+    """Owned bare pods the cache saw succeed and then go since the last pass, deleted by
+    someone else (the pod garbage collector) and not made again (``inputs.finished_pods``):
+    each proves its state ran, as the node's ready label would once this pass sets it."""
 
     def own_labels(self, node: views.NodeView) -> Mapping[str, str]:
         """``node``'s labels as of sro's own last write to it at the least: as cached, or,

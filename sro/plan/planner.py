@@ -66,11 +66,12 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import desired, progress, times, views
+from sro.model import desired, progress
 from sro.plan import (
     builds,
     images,
     lifecycle,
+    log_polls,
     node_patches,
     pod_retries,
     preflight,
@@ -85,14 +86,6 @@ from sro.plan import walk as walk_
 from sro.status import events, summary
 from sro.status.body import StatusBody
 
-# Log tails do not come with watch events: poll while a state waits for them.
-LOG_POLL = timedelta(seconds=10)
-"""Longest wait between two fetches of a pod's log tail while it has not matched."""
-LOG_POLL_MIN = timedelta(seconds=1)
-"""Shortest: a container that just started often prints its ready line within seconds,
-so a young pod is looked at often (every quarter of its age, at least this far apart),
-an old one every ``LOG_POLL``: few fetches, and no state left waiting ten seconds for a
-line printed right after the first look."""
 RECIPE_RECHECK = 30.0
 """Seconds before a SpecialResource whose pass was refused (a recipe error, a namespace in
 use, a permanent write failure), or whose recipe comes from a drop-in directory, looks
@@ -151,6 +144,12 @@ def _missing(sr_name: str, labels: Mapping[str, str], states: tuple[str, ...]) -
     return tuple(k for k in keys if labels.get(k) != lifecycle.READY_VALUE)
 
 
+def _made(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
+    """Whether the pod ``ref`` exists, or succeeded and was collected since the last pass
+    (``Observed.finished``: this pass records its state, it is not made again)."""
+    return seen.pod(ref) is not None or ref in seen.finished
+
+
 def _to_apply(
     wanted: desired.DesiredState,
     seen: observed_.Observed,
@@ -172,7 +171,7 @@ def _to_apply(
             here = walked.nodes.get(obj.node, {}).get(obj.state, _PENDING)
             if not here.open:
                 continue
-            if obj.kind == "Pod" and seen.pod(walked.ref(obj)) is not None:
+            if obj.kind == "Pod" and _made(seen, walked.ref(obj)):
                 continue  # made already (most of them, once a node has walked): see below
             if obj.kind == "Pod" and obj.wait and here.phase is progress.Phase.COMPLETE:
                 continue  # it succeeded there and is gone since (the walk's record): not again
@@ -186,7 +185,7 @@ def _to_apply(
             continue
         elif obj.kind == "Pod" and obj.wait and walked.phase_counts(obj.state).get(progress.Phase.COMPLETE):
             continue  # it succeeded and is gone since (the walk's record): not again
-        if obj.kind == "Pod" and (walked.ref(obj) in seen.objects or seen.pod(walked.ref(obj)) is not None):
+        if obj.kind == "Pod" and (walked.ref(obj) in seen.objects or _made(seen, walked.ref(obj))):
             continue  # a pod's spec is immutable: one that must change is deleted, then made again
         if missing:
             follow.append(Follower(obj=obj, labels=missing))
@@ -234,22 +233,6 @@ def _seconds(delays: list[timedelta]) -> float | None:
     return min(delays).total_seconds() if delays else None
 
 
-def log_poll(
-    needed: Sequence[progress.LogRequest], pods: Sequence[views.PodView], *, now: datetime
-) -> timedelta | None:
-    """When to fetch log tails again: a quarter of the youngest waiting pod's age, between
-    ``LOG_POLL_MIN`` and ``LOG_POLL`` (a pod of unknown age waits the longest)."""
-    if not needed:
-        return None
-    created = {p.uid: p.created for p in pods}
-    youngest = LOG_POLL * 4
-    for request in needed:
-        born = times.parse(created.get(request.uid, ""))
-        if born is not None:
-            youngest = min(youngest, max(now - born, timedelta(0)))
-    return min(LOG_POLL, max(LOG_POLL_MIN, youngest / 4))
-
-
 def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: datetime) -> Plan:
     """Plan one reconcile of a managed SpecialResource; see the module docstring."""
     parts = builds.split(rendered, observed)  # build states are not walked (``builds``)
@@ -283,7 +266,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         d
         for d in (
             retry.wake_in,
-            log_poll(walked.logs_needed, seen.pods, now=now),
+            log_polls.log_poll(walked.logs_needed, seen.pods, now=now),
             CATCH_UP if held else None,
             rollout.wake_in,
             made.wake_in,

@@ -211,9 +211,7 @@ class _Judge:
         if obj.kind == "Pod":
             pod = seen.pod(ref)
             where = obj.node
-            if _collected(pod) and (
-                self.recorded(obj.state, where) if where is not None else self.recorded_anywhere(obj.state)
-            ):
+            if _collected(pod) and (ref in seen.finished or self._recorded(obj.state, where)):
                 return readiness.READY  # it succeeded, and then the pod garbage collector took it
             verdict = readiness.pod_verdict(obj, pod, logs=seen.logs)
             retry = seen.retries.get(ref)
@@ -232,6 +230,10 @@ class _Judge:
             return False
         labels = self._seen.own_labels(view)
         return labels.get(lifecycle.state_label(self._wanted.sr_name, state)) == lifecycle.READY_VALUE
+
+    def _recorded(self, state: str, node: str | None) -> bool:
+        """``recorded`` on ``node``; for a cluster-wide pod (None), ``recorded_anywhere``."""
+        return self.recorded(state, node) if node is not None else self.recorded_anywhere(state)
 
     def recorded_anywhere(self, state: str) -> bool:
         """Whether any selected node carries ``state``'s ready label (``recorded``): a
@@ -265,8 +267,9 @@ class _Judge:
         seen = self._seen
         pods = seen.pods_by_node.get(node, ())
         named = tuple(map(seen.pods_by_name.get, self._pinned_names.get(node, ())))
+        finished = seen.finished
         collected = [
-            self.recorded(o.state, node)
+            self._refs[id(o)][1] in finished or self.recorded(o.state, node)
             for o, p in zip(self._pinned_on.get(node, ()), named, strict=True)
             if _collected(p)
         ]  # a list: the key is compared, never hashed

@@ -205,7 +205,10 @@ class Caches:
         owner = (primary.api_version, primary.kind) if spec.role is Role.OWNED and primary else None
         project = projections.for_kind(spec.api_version, spec.kind, controlled_by=owner)
         store: store_.Store[Any] = store_.Store(
-            resource=resource.plural, project=project, indexers=indexes.for_kind(spec.api_version, spec.kind)
+            resource=resource.plural,
+            project=project,
+            indexers=indexes.for_kind(spec.api_version, spec.kind),
+            keep_gone=projections.kept_when_gone(spec.api_version, spec.kind),
         )
         reflector: reflector_.Reflector[Any] = reflector_.Reflector(
             api=api,

@@ -145,3 +145,50 @@ def test_a_relist_reports_a_changed_version_as_a_change() -> None:
     assert change.old is not None and change.old.node == "n1"
     assert change.new is not None and change.new.node == "n2"
     assert s.by_index(indexes.BY_NODE, "n1") == []
+
+
+def finishing_pods() -> store.Store[views.PodView]:
+    return store.Store(
+        resource="pods", project=projections.pod, keep_gone=projections.kept_when_gone("v1", "Pod")
+    )
+
+
+def succeeded(name: str, *, rv: str = "2") -> dict:
+    body = pod(name, "n1", rv=rv)
+    body["status"] = {"phase": "Succeeded"}
+    return body
+
+
+def test_pods_deleted_after_they_succeeded_are_logged_from_the_cursor_on() -> None:
+    s = finishing_pods()
+    cursor, gone = s.gone_since(None)
+    assert gone == []
+    s.upsert(succeeded("a"))
+    s.upsert(pod("b", "n1"))  # deleted before it finished: no proof of anything
+    s.delete(succeeded("a"))
+    s.delete(pod("b", "n1"))
+    after, gone = s.gone_since(cursor)
+    assert [p.name for p in gone] == ["a"] and gone[0].phase == "Succeeded"
+    assert s.gone_since(after) == (after, [])
+    s.upsert(succeeded("c"))
+    s.replace([], "30")  # a relist that finds it gone logs it too
+    assert [p.name for p in s.gone_since(after)[1]] == ["c"]
+    assert [p.name for p in s.gone_since(cursor)[1]] == ["a", "c"]
+
+
+def test_the_log_of_pods_gone_keeps_only_the_latest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "GONE_KEPT", 3)
+    s = finishing_pods()
+    cursor, _ = s.gone_since(None)
+    for i in range(5):
+        s.upsert(succeeded(f"p{i}"))
+        s.delete(succeeded(f"p{i}"))
+    assert [p.name for p in s.gone_since(cursor)[1]] == ["p2", "p3", "p4"]
+
+
+def test_other_kinds_log_nothing_when_gone() -> None:
+    assert projections.kept_when_gone("v1", "ConfigMap") is None
+    s = pods()
+    s.upsert(succeeded("a"))
+    s.delete(succeeded("a"))
+    assert s.gone_since(0) == (0, [])

@@ -195,6 +195,7 @@ class World:
     last: planner.Plan | None = None
     created: list[desired.ObjectRef] = field(default_factory=list)
     node_answers: dict[str, observed.NodeAnswer] = field(default_factory=dict)  # sro's node patches
+    finished: frozenset[desired.ObjectRef] = frozenset()  # pods that succeeded and went since the last step
 
     def observe(self) -> observed.Observed:
         return observed.Observed(
@@ -206,6 +207,7 @@ class World:
             previous_status=self.status,
             retries=self.retries,
             node_answers=self.node_answers,
+            finished=self.finished,
         )
 
     def step(self) -> planner.Plan:

@@ -37,7 +37,7 @@ from builders import (
 )
 
 from sro.model import desired, views
-from sro.plan import lifecycle, observed, planner, pod_retries
+from sro.plan import lifecycle, log_polls, observed, planner, pod_retries
 from sro.status import events, summary
 
 pytestmark = pytest.mark.unit
@@ -237,6 +237,58 @@ def test_a_validation_pod_collected_after_it_succeeded_resets_nothing_and_is_not
     assert {n: dict(world.nodes[n].labels) for n in NODES} == labelled
 
 
+def test_a_validation_pod_that_succeeded_and_went_between_two_passes_counts_and_is_not_made_again() -> None:
+    # The pod garbage collector may take a finished pod before any pass saw it succeed:
+    # the cache's log of pods gone after they succeeded (Observed.finished) proves it ran.
+    world = linear_world(pod_outcome={"validate-n1": "Running"})
+    world.settle()
+    assert world.complete_states("n1") == {"state-driver"}
+    ref = obj("Pod", "validate-n1", "s").ref
+    _collected(world, "validate-n1")
+    world.finished = frozenset({ref})
+
+    p = world.step()
+    assert labels_of(p)["n1"][label("state-validation")] == "ready"
+    assert [o.ref.name for o in p.apply if o.kind == "Pod"] == []
+    world.finished = frozenset()
+    world.settle()
+    assert world.created.count(ref) == 1
+    assert world.complete_states("n1") == {"state-driver", "state-validation", "state-device-plugin"}
+
+
+def test_a_pod_that_succeeded_and_went_is_not_made_again_while_its_state_still_waits() -> None:
+    # Two per-node pods in one state: one ran and went, the other still runs.
+    objects = [
+        ds("driver", "state-driver"),
+        *node_pods("validate", "state-validation", NODES),
+        *node_pods("burn-in", "state-validation", NODES),
+        ds("plugin", "state-device-plugin"),
+    ]
+    world = World(
+        desired=wanted(LINEAR, objects, NODES),
+        nodes={n: node(n) for n in NODES},
+        pod_outcome={"validate-n1": "Running", "burn-in-n1": "Running"},
+    )
+    world.settle()
+    ref = obj("Pod", "validate-n1", "s").ref
+    _collected(world, "validate-n1")
+    world.finished = frozenset({ref})
+    p = world.step()
+    assert [o.ref.name for o in p.apply if o.kind == "Pod"] == []
+    assert world.complete_states("n1") == {"state-driver"}
+
+
+def test_a_pod_gone_unseen_and_not_logged_as_succeeded_runs_again() -> None:
+    world = linear_world(pod_outcome={"validate-n1": "Running"})
+    world.settle()
+    ref = obj("Pod", "validate-n1", "s").ref
+    _collected(world, "validate-n1")
+    p = world.step()
+    assert label("state-validation") not in labels_of(p).get("n1", {})
+    assert [o.ref.name for o in p.apply if o.kind == "Pod"] == ["validate-n1"]
+    assert world.created.count(ref) == 2
+
+
 def test_a_succeeded_validation_pod_being_deleted_by_someone_else_resets_nothing() -> None:
     # A graceful delete is seen first as a deletion timestamp, then the pod goes.
     world = linear_world()
@@ -342,7 +394,7 @@ def test_wait_for_logs_gates_the_state_and_asks_for_the_logs_it_needs() -> None:
     want = wanted(states("state-driver"), [d], ["n1"])
     without = planner.plan(want, seen([node("n1")], objects=[live(d)], pods=[pod]), now=T0)
     assert [r.uid for r in without.logs_needed] == [pod.uid]
-    assert without.requeue_after == planner.LOG_POLL.total_seconds()
+    assert without.requeue_after == log_polls.LOG_POLL.total_seconds()
     assert without.status["phase"] == "Progressing"
 
     logs = {pod.uid: {"main": "loading\ndriver loaded\n"}}

@@ -1,0 +1,113 @@
+"""Which pods gone since the last pass prove their state ran (``Memory.finished``).
+
+The pods cache logs every pod deleted after it succeeded; a pass reads what is new since
+the last and keeps only its SpecialResource's own bare pods that sro did not delete
+itself and that were not made again. Real stores, fed as the reflector feeds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from sro.cache import indexes, projections, store
+from sro.engine import memory as memory_
+from sro.model import desired, views
+from sro.model import specialresource as sr_model
+from sro.plan import lifecycle, planner
+
+pytestmark = pytest.mark.unit
+
+SR_UID = "sr-uid"
+
+
+def special_resource() -> sr_model.SpecialResource:
+    return sr_model.parse(
+        {
+            "apiVersion": "sro.dev/v1alpha1",
+            "kind": "SpecialResource",
+            "metadata": {"name": "gpu", "uid": SR_UID, "generation": 1},
+            "spec": {"recipe": "nvidia-gpu", "namespace": "gpu-ops"},
+        }
+    )
+
+
+def pod(
+    name: str, *, uid: str, phase: str, owner: str = "gpu", owner_uid: str = SR_UID, ns: str = "gpu-ops"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": uid,
+            "resourceVersion": uid,
+            "labels": {"sro.dev/owner": owner},
+            "ownerReferences": [
+                {
+                    "apiVersion": "sro.dev/v1alpha1",
+                    "kind": "SpecialResource",
+                    "name": owner,
+                    "uid": owner_uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": phase},
+    }
+
+
+class Reader:
+    """The two reads ``Memory.finished`` makes, from a real pods store."""
+
+    def __init__(self, pods: store.Store[views.PodView]) -> None:
+        self._pods = pods
+
+    def pods(self, namespace: str) -> Sequence[views.PodView]:
+        return self._pods.values(namespace=namespace)
+
+    def pods_gone(self, since: int | None) -> tuple[int, Sequence[views.PodView]]:
+        return self._pods.gone_since(since)
+
+
+def ref(name: str) -> desired.ObjectRef:
+    return desired.ObjectRef(api_version="v1", kind="Pod", namespace="gpu-ops", name=name)
+
+
+def collected(pods: store.Store[views.PodView], body: dict[str, Any]) -> None:
+    pods.upsert(body)
+    pods.delete(body)
+
+
+def test_only_its_own_pods_gone_since_the_last_pass_by_someone_else_and_not_made_again() -> None:
+    pods = store.Store(
+        resource="pods",
+        project=projections.pod,
+        indexers=indexes.for_kind("v1", "Pod"),
+        keep_gone=projections.kept_when_gone("v1", "Pod"),
+    )
+    reader = Reader(pods)
+    sr = special_resource()
+    memory = memory_.Memory()
+    collected(pods, pod("before", uid="u0", phase="Succeeded"))
+    assert memory.finished(reader, sr) == frozenset()  # the first pass starts from now
+
+    memory.planned(
+        planner.Plan(
+            apply=(), node_labels=(), status={},  # type: ignore[typeddict-item]
+            delete=(lifecycle.Deletion(ref=ref("closed"), uid="u2"),),
+        )
+    )  # fmt: skip
+    collected(pods, pod("validate-n1", uid="u1", phase="Succeeded"))
+    collected(pods, pod("closed", uid="u2", phase="Succeeded"))  # sro closed it: no proof
+    collected(pods, pod("again", uid="u3", phase="Succeeded"))
+    pods.upsert(pod("again", uid="u4", phase="Pending"))  # made again since
+    collected(pods, pod("theirs", uid="u5", phase="Succeeded", owner="other", owner_uid="other-uid"))
+    collected(pods, pod("elsewhere", uid="u6", phase="Succeeded", ns="default"))
+    collected(pods, pod("stray", uid="u7", phase="Succeeded", owner_uid="an-earlier-gpu"))
+    assert memory.finished(reader, sr) == {ref("validate-n1")}
+    assert memory.finished(reader, sr) == frozenset()  # read once
