@@ -5,11 +5,17 @@ a thousand levels deep, and ``json.loads`` then raises ``RecursionError`` (not a
 ``ValueError``), on a list page or a watch line, for the whole page. One such object must
 cost its own fields, not the operator's caches, so decoding:
 
-1. tries ``json.loads`` (the fast path, every normal body);
-2. on ``RecursionError``, decodes again in a helper thread with a large stack and a
+1. tries ``orjson.loads`` (the fast path, every normal body: a watch event of a pod
+   decodes in a tenth of ``json.loads``'s time, and a converging fleet sends tens of
+   thousands of them);
+2. on anything orjson refuses, ``json.loads``, which decides what the text is: orjson
+   is stricter (no ``NaN``, no lone surrogate escapes, 1,024 levels at most), and the
+   standard decoder accepts or refuses as it always did; text with a run of 19 digits
+   goes there at once, as orjson reads an integer past 64 bits as a float;
+3. on ``RecursionError``, decodes again in a helper thread with a large stack and a
    recursion limit high enough for anything the API server stores (it refuses deeper
    than 10,000 levels), then
-3. cuts every value nested deeper than ``MAX_DEPTH`` to the string ``TOO_DEEP``, walking
+4. cuts every value nested deeper than ``MAX_DEPTH`` to the string ``TOO_DEEP``, walking
    iteratively, so no later recursive code (copies, hashes, templates) sees the depth.
 
 The objects keep their identity (names, metadata) and the parts of them a reconcile reads;
@@ -23,15 +29,25 @@ import sys
 import threading
 from typing import Any
 
+import orjson
+
 MAX_DEPTH = 64
 """Deeper values are cut: Kubernetes objects nest a few dozen levels at most."""
 TOO_DEEP = "<sro: nested too deeply>"
+_DIGITS = bytes(0x31 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))  # digit -> 1, else 0
+_LONG_RUN = b"1" * 19  # a run of 19 digits: an integer orjson may not keep whole
 _DEEP_LIMIT = 20_000  # recursion limit for the retry: past the API server's own 10,000
 _DEEP_STACK = 512 * 1024 * 1024  # bytes of stack for the retry thread
 
 
 def loads(data: bytes | str) -> Any:
     """``json.loads(data)`` for any nesting depth; ``ValueError`` for what is not JSON."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if _LONG_RUN not in raw.translate(_DIGITS):  # a table and a substring search: microseconds
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # not JSON, or JSON only the standard decoder takes: it says which
     try:
         return json.loads(data)
     except RecursionError:

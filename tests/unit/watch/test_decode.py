@@ -56,3 +56,26 @@ def test_cut_works_in_place_at_any_depth() -> None:
     value = json.loads(nested(10))
     decode.cut(value, limit=3)
     assert value == {"a": {"a": {"a": decode.TOO_DEEP}}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": NaN, "b": Infinity}',  # the standard decoder's extensions
+        '{"s": "\\ud800 alone"}',  # a lone surrogate escape
+        '{"n": 123456789012345678901234567890, "m": -9223372036854775809}',  # past 64 bits
+        '{"n": 18446744073709551616, "uid": "12345678901234567890"}',
+        '{"k": 1, "k": 2}',  # a duplicate key: the last wins
+        '{"x": 1.5e300, "y": -0.0, "z": "\\u00e9\\n"}',
+    ],
+)
+def test_the_fast_path_and_the_standard_decoder_agree(text: str) -> None:
+    expected = json.loads(text)
+    assert decode.loads(text) == expected
+    assert decode.loads(text.encode()) == expected
+
+
+def test_invalid_utf8_and_truncated_text_are_value_errors() -> None:
+    for data in (b'{"a": "\xff"}', b'{"a": [1, 2', b""):
+        with pytest.raises(ValueError):
+            decode.loads(data)
