@@ -317,6 +317,12 @@ def _dependencies(value: Any, name: str, p: _Problems) -> tuple[str, ...]:
     return tuple(deps)
 
 
+SYSTEM_TAINT_PREFIX = "node.kubernetes.io/"
+"""Taints under this prefix are the node controller's and the kubelet's (``not-ready``,
+``unreachable``, the pressure conditions, ``unschedulable``): sro would fight them over
+each one, and a pass does not even wake for the readiness ones (``views.READINESS_TAINTS``)."""
+
+
 def _taints(value: Any, p: _Problems) -> tuple[TaintSpec, ...]:
     if value is None:
         return ()
@@ -332,6 +338,11 @@ def _taints(value: Any, p: _Problems) -> tuple[TaintSpec, ...]:
         effect = str(taint.get("effect") or "NoSchedule")
         if problem := names.label_key_problem(key):
             p.add(f"spec.taints[{i}].key {key!r}: {problem}")
+        elif key.startswith(SYSTEM_TAINT_PREFIX):
+            p.add(
+                f"spec.taints[{i}].key {key!r}: {SYSTEM_TAINT_PREFIX} taints are set and removed by the "
+                "node controller and the kubelet: choose a key of your own, such as nvidia.com/gpu"
+            )
         if problem := names.label_value_problem(val):
             p.add(f"spec.taints[{i}].value {val!r}: {problem}")
         if effect not in TAINT_EFFECTS:

@@ -168,6 +168,11 @@ BAD = [
         {"taints": [{"key": "k", "effect": "NoRun"}]}, "taint effect must be one of", id="taint-effect"
     ),
     pytest.param(
+        {"taints": [{"key": "node.kubernetes.io/not-ready"}]},
+        "node.kubernetes.io/ taints are set and removed by the node controller",
+        id="system-taint",
+    ),
+    pytest.param(
         {"namespace": "kube-system"}, "namespace must be a DNS label and not one of", id="reserved-ns"
     ),
     pytest.param(

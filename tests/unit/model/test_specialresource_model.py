@@ -86,6 +86,7 @@ def test_an_empty_node_selector_is_kept_as_given_not_replaced_by_the_default() -
         ("gpu", {"managementState": "Deleted"}, "must be one of Managed, Unmanaged, Removed"),
         ("gpu", {"taints": [{"key": "k", "effect": "NoRun"}]}, "effect 'NoRun' must be one of"),
         ("gpu", {"taints": [{"key": "bad key"}]}, "spec.taints[0].key"),
+        ("gpu", {"taints": [{"key": "node.kubernetes.io/unreachable"}]}, "node controller and the kubelet"),
         ("gpu", {"priorityClasses": [{"name": "p", "value": 2_000_000_000}]}, "at most 1000000000"),
         ("gpu", {"set": ["not", "a", "map"]}, "spec.set must be a mapping"),
         ("gpu", {"nodeLossGracePeriodSeconds": -1}, "nodeLossGracePeriodSeconds -1 must be an integer"),
