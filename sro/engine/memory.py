@@ -44,16 +44,22 @@ class Memory:
     pod_records: observed_.PodRecords = field(default_factory=dict)  # owned bare pods as last observed
     gone_cursor: int | None = None  # how far the pods cache's log of succeeded pods gone was read
     deleted: dict[str, None] = field(default_factory=dict)  # uids of pods sro deleted, oldest first
+    proven: frozenset[desired.ObjectRef] = frozenset()  # proofs of pods gone the last plan handed on
 
     def finished(self, reader: ports.Reader, sr: sr_model.SpecialResource) -> frozenset[desired.ObjectRef]:
         """``Observed.finished`` for this pass: the pods the cache saw succeed and go since
-        the last (none on the first pass of this memory: older news was read by a pass of
-        another process, or concerns an earlier life of the node)."""
+        the last read (none on the first pass of this memory: older news was read by a pass
+        of another process, or concerns an earlier life of the node), and the proofs the
+        last plan handed on (``Plan.finished``) whose pod was not made again since."""
         self.gone_cursor, gone = reader.pods_gone(self.gone_cursor)
-        if not gone:
+        if not gone and not self.proven:
             return frozenset()
         live = reader.pods(sr.spec.namespace)
-        return inputs.finished_pods(gone, sr=sr, live=live, deleted=self.deleted)
+        fresh = inputs.finished_pods(gone, sr=sr, live=live, deleted=self.deleted)
+        if not self.proven:
+            return fresh
+        names = {(p.namespace, p.name) for p in live}
+        return fresh | {ref for ref in self.proven if (ref.namespace, ref.name) not in names}
 
     def observed(self, seen: observed_.Observed) -> None:
         """After observing: keep the pod records, and log tails of pods that still exist."""
@@ -64,6 +70,7 @@ class Memory:
     def planned(self, planned: planner.Plan) -> None:
         """After planning: the retry bookkeeping, and what the walk hands the next."""
         self.retries = dict(planned.retries)
+        self.proven = planned.finished
         self.deleted.update((d.uid, None) for d in planned.delete if d.uid and d.ref.kind == "Pod")
         for uid in list(self.deleted)[: max(len(self.deleted) - DELETED_KEPT, 0)]:
             del self.deleted[uid]  # its deletion was long seen

@@ -69,6 +69,7 @@ from typing import Any
 from sro.model import desired, progress
 from sro.plan import (
     builds,
+    finished_pods,
     images,
     lifecycle,
     log_polls,
@@ -124,6 +125,8 @@ class Plan:
     blocks: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     opening: frozenset[str] = frozenset()
     walk: progress.Walk | None = None
+    finished: frozenset[desired.ObjectRef] = frozenset()
+    """Of ``Observed.finished``, the proofs the next pass still needs (``finished_pods``)."""
     finalizer_removable: bool = False
 
 
@@ -341,6 +344,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         retries=retry.records,
         blocks=lifecycle.downstream(wanted.states),
         walk=walked,
+        finished=finished_pods.still_needed(wanted, seen, walked),
     )
 
 

@@ -111,3 +111,21 @@ def test_only_its_own_pods_gone_since_the_last_pass_by_someone_else_and_not_made
     collected(pods, pod("stray", uid="u7", phase="Succeeded", owner_uid="an-earlier-gpu"))
     assert memory.finished(reader, sr) == {ref("validate-n1")}
     assert memory.finished(reader, sr) == frozenset()  # read once
+
+
+def test_proofs_the_plan_hands_on_come_back_until_the_pod_is_made_again() -> None:
+    pods = store.Store(
+        resource="pods", project=projections.pod, keep_gone=projections.kept_when_gone("v1", "Pod")
+    )
+    reader = Reader(pods)
+    sr = special_resource()
+    memory = memory_.Memory()
+    assert memory.finished(reader, sr) == frozenset()
+    handed = planner.Plan(
+        apply=(), node_labels=(), delete=(), status={}, finished=frozenset({ref("validate-n1")})
+    )  # type: ignore[typeddict-item]
+    memory.planned(handed)
+    assert memory.finished(reader, sr) == {ref("validate-n1")}
+    assert memory.finished(reader, sr) == {ref("validate-n1")}  # until a plan drops it
+    pods.upsert(pod("validate-n1", uid="u9", phase="Pending"))  # made again after all
+    assert memory.finished(reader, sr) == frozenset()

@@ -627,3 +627,52 @@ def test_a_pass_carries_at_most_its_budget_of_per_node_writes_and_the_next_comes
     )
     third = planner.plan(want, rest, now=T0)
     assert {o.node for o in third.apply if o.node is not None} == set(many) - done
+
+
+def _finished_world(nodes: tuple[str, ...]) -> tuple[World, frozenset[desired.ObjectRef]]:
+    """Every validation pod ran and was collected before a pass saw it succeed."""
+    world = World(
+        desired=wanted(LINEAR, gpu_objects(nodes), nodes),
+        nodes={n: node(n) for n in nodes},
+        pod_outcome={f"validate-{n}": "Running" for n in nodes},
+    )
+    world.settle(limit=60)
+    refs = frozenset(obj("Pod", f"validate-{n}", "s").ref for n in nodes)
+    for ref in refs:
+        _collected(world, ref.name)
+    return world, refs
+
+
+def test_proofs_of_pods_gone_are_handed_on_until_their_labels_are_recorded() -> None:
+    # More nodes than one pass patches: the proofs whose labels did not fit wait for the next.
+    many = tuple(f"n{i:04d}" for i in range(planner.PASS_WRITES + 40))
+    world, refs = _finished_world(many)
+    world.finished = refs
+    first = world.step()
+    assert len(first.node_labels) == planner.PASS_WRITES
+    assert first.finished == refs  # no label is seen yet
+    world.finished = first.finished  # what the engine hands on
+    second = world.step()
+    assert len(second.finished) == 40  # the labels of the first pass's nodes are seen
+    for _ in range(6):
+        world.finished = world.step().finished
+    assert world.finished == frozenset()
+    world.settle()
+    assert all(world.created.count(ref) == 1 for ref in refs), "no validation ran twice"
+    assert all("state-validation" in world.complete_states(n) for n in many)
+
+
+def test_a_proof_is_dropped_once_its_node_is_reset() -> None:
+    world, _ = _finished_world(NODES)
+    ref = obj("Pod", "validate-n1", "s").ref
+    key = (NS, "driver-n1")
+    world.pods[key] = replace(world.pods[key], ready=False)  # the driver pod is replaced
+    world.finished = frozenset({ref})
+    p = world.step()
+    assert p.finished == frozenset()
+    assert label("state-validation") not in labels_of(p).get("n1", {})
+    world.pods[key] = replace(world.pods[key], ready=True)
+    world.finished = frozenset()
+    world.pod_outcome = {}
+    world.settle()
+    assert world.created.count(ref) == 2, "after the reset the validation runs again"
