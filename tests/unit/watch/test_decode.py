@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tracemalloc
 
 import pytest
 
@@ -79,3 +80,24 @@ def test_invalid_utf8_and_truncated_text_are_value_errors() -> None:
     for data in (b'{"a": "\xff"}', b'{"a": [1, 2', b""):
         with pytest.raises(ValueError):
             decode.loads(data)
+
+
+def test_a_list_page_decodes_without_a_transient_of_many_times_its_size() -> None:
+    # orjson's parse briefly takes about thirteen times its input; a 5,000-node list page
+    # is megabytes, so pages take the standard decoder (about twice).
+    value = "x" * (32 * 1024)
+    items = [
+        {"metadata": {"name": f"big{i:03d}", "resourceVersion": str(i)}, "data": {"v": value}}
+        for i in range(10)
+    ]
+    page = json.dumps({"kind": "ConfigMapList", "items": items}).encode()
+    assert len(page) > decode.FAST_MAX
+    tracemalloc.start()
+    try:
+        base, _ = tracemalloc.get_traced_memory()
+        decoded = decode.loads(page)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert decoded["items"][9]["metadata"]["name"] == "big009"
+    assert peak - base < 3 * len(page)
