@@ -51,12 +51,16 @@ def positive(text: str) -> int:
     return number
 
 
-def rate(text: str) -> float:
-    """Requests per second: a number, 0 or more (0: no limit)."""
+def _number(text: str) -> float:
     try:
-        number = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def rate(text: str) -> float:
+    """Requests per second: a number, 0 or more (0: no limit)."""
+    number = _number(text)
     if not 0 <= number < 1e6:  # nan and inf fail too
         raise argparse.ArgumentTypeError(f"{text!r} must be 0 (no limit) or a positive rate below 1e6")
     return number
@@ -64,10 +68,7 @@ def rate(text: str) -> float:
 
 def pace(text: str) -> float:
     """A pace: a number from 1 (back to back) to 100."""
-    try:
-        number = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    number = _number(text)
     if not 1 <= number <= 100:  # nan fails too
         raise argparse.ArgumentTypeError(f"{text!r} must be a number from 1 (back to back) to 100")
     return number

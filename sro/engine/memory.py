@@ -55,11 +55,7 @@ class Memory:
         if not gone and not self.proven:
             return frozenset()
         live = reader.pods(sr.spec.namespace)
-        fresh = inputs.finished_pods(gone, sr=sr, live=live, deleted=self.deleted)
-        if not self.proven:
-            return fresh
-        names = {(p.namespace, p.name) for p in live}
-        return fresh | {ref for ref in self.proven if (ref.namespace, ref.name) not in names}
+        return inputs.finished_pods(gone, sr=sr, live=live, deleted=self.deleted, proven=self.proven)
 
     def observed(self, seen: observed_.Observed) -> None:
         """After observing: keep the pod records, and log tails of pods that still exist."""

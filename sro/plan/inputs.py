@@ -173,17 +173,20 @@ def finished_pods(
     sr: sr_model.SpecialResource,
     live: Iterable[views.PodView],
     deleted: Container[str],
+    proven: frozenset[desired.ObjectRef] = frozenset(),
 ) -> frozenset[desired.ObjectRef]:
-    """Of the pods deleted after they succeeded since the last pass (``gone``, the cache's
-    log), ``sr``'s own bare pods in its namespace that sro did not delete itself
-    (``deleted``: uids; a pod sro deleted was closed, its proof withdrawn) and that were not
-    made again (no ``live`` pod of the name): ``Observed.finished``."""
+    """``Observed.finished``: of the pods deleted after they succeeded since the last pass
+    (``gone``, the cache's log), ``sr``'s own bare pods in its namespace that sro did not
+    delete itself (``deleted``: uids; a pod sro deleted was closed, its proof withdrawn),
+    and the proofs the last plan handed on (``proven``, ``Plan.finished``); of both, those
+    not made again since (no ``live`` pod of the name)."""
     names = {(p.namespace, p.name) for p in live}
-    return frozenset(
+    fresh = (
         desired.ObjectRef(api_version="v1", kind="Pod", namespace=p.namespace, name=p.name)
         for p in owned_pods(gone, sr_name=sr.name, sr_uid=sr.uid)
-        if p.namespace == sr.spec.namespace and p.uid not in deleted and (p.namespace, p.name) not in names
+        if p.namespace == sr.spec.namespace and p.uid not in deleted
     )
+    return frozenset(ref for ref in (*fresh, *proven) if (ref.namespace, ref.name) not in names)
 
 
 def pod_objects(

@@ -112,6 +112,15 @@ def _collected(pod: views.PodView | None) -> bool:
     return pod is None or (pod.deleting and pod.phase == "Succeeded")
 
 
+def recorded(seen: observed_.Observed, *, sr_name: str, state: str, node: str) -> bool:
+    """Whether ``node`` carries ``state``'s ready label as of sro's own last write to it
+    (``Observed.own_labels``: a label sro just removed does not count)."""
+    view = seen.nodes.get(node)
+    if view is None:
+        return False
+    return seen.own_labels(view).get(lifecycle.state_label(sr_name, state)) == lifecycle.READY_VALUE
+
+
 @dataclass(frozen=True, kw_only=True)
 class Index:
     """The desired objects a walk judges, indexed by state and node: the same for every
@@ -223,13 +232,7 @@ class _Judge:
         return readiness.cluster_object(obj, live)
 
     def recorded(self, state: str, node: str) -> bool:
-        """Whether ``node`` carries ``state``'s ready label as of sro's own last write to
-        it (``Observed.own_labels``: a label sro just removed does not count)."""
-        view = self._seen.nodes.get(node)
-        if view is None:
-            return False
-        labels = self._seen.own_labels(view)
-        return labels.get(lifecycle.state_label(self._wanted.sr_name, state)) == lifecycle.READY_VALUE
+        return recorded(self._seen, sr_name=self._wanted.sr_name, state=state, node=node)
 
     def _recorded(self, state: str, node: str | None) -> bool:
         """``recorded`` on ``node``; for a cluster-wide pod (None), ``recorded_anywhere``."""

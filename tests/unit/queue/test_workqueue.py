@@ -13,9 +13,10 @@ from sro.queue import clock, ratelimit, workqueue
 pytestmark = pytest.mark.unit
 
 
-def make() -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
+def make(*, pace: float = 1.0, rest_cap: float = 0.0) -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
     c = clock.ManualClock()
-    return workqueue.WorkQueue(clock=c, limiter=ratelimit.ExponentialBackoff(base=0.005, cap=1.0)), c
+    limiter = ratelimit.ExponentialBackoff(base=0.005, cap=1.0)
+    return workqueue.WorkQueue(clock=c, limiter=limiter, pace=pace, rest_cap=rest_cap), c
 
 
 def test_keys_are_handed_out_in_the_order_they_were_added() -> None:
@@ -164,8 +165,7 @@ async def test_shutdown_with_drain_waits_for_keys_in_processing() -> None:
 
 
 def paced(pace: float = 3.0, rest_cap: float = 5.0) -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
-    c = clock.ManualClock()
-    return workqueue.WorkQueue(clock=c, pace=pace, rest_cap=rest_cap), c
+    return make(pace=pace, rest_cap=rest_cap)
 
 
 def test_a_paced_key_added_during_its_pass_rests_twice_the_pass_before_the_next() -> None:
