@@ -10,11 +10,11 @@ a pass updates its part here, so what outlives a pass is read in one place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sro.engine import compute, execute, ports
-from sro.model import desired
+from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import finish, inputs, node_loss, planner, walk_memo
 from sro.plan import observed as observed_
@@ -46,15 +46,17 @@ class Memory:
     deleted: dict[str, None] = field(default_factory=dict)  # uids of pods sro deleted, oldest first
     proven: frozenset[desired.ObjectRef] = frozenset()  # proofs of pods gone the last plan handed on
 
-    def finished(self, reader: ports.Reader, sr: sr_model.SpecialResource) -> frozenset[desired.ObjectRef]:
+    def finished(
+        self, reader: ports.Reader, sr: sr_model.SpecialResource, *, live: Sequence[views.PodView]
+    ) -> frozenset[desired.ObjectRef]:
         """``Observed.finished`` for this pass: the pods the cache saw succeed and go since
         the last read (none on the first pass of this memory: older news was read by a pass
         of another process, or concerns an earlier life of the node), and the proofs the
-        last plan handed on (``Plan.finished``) whose pod was not made again since."""
+        last plan handed on (``Plan.finished``) whose pod was not made again since (``live``:
+        the pods of its namespace this pass reads)."""
         self.gone_cursor, gone = reader.pods_gone(self.gone_cursor)
         if not gone and not self.proven:
             return frozenset()
-        live = reader.pods(sr.spec.namespace)
         return inputs.finished_pods(gone, sr=sr, live=live, deleted=self.deleted, proven=self.proven)
 
     def observed(self, seen: observed_.Observed) -> None:

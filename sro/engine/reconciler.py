@@ -215,12 +215,13 @@ class Engine:
         owned = self._reader.owned(sr.name)
         mine, foreign = inputs.partition(owned, sr.uid)
         await self._report.foreign(sr, foreign)
+        namespace_pods = self._reader.pods(sr.spec.namespace)
         seen = inputs.observe(
             sr,
             wanted=wanted,
             nodes=nodes,
             owned=owned,
-            namespace_pods=self._reader.pods(sr.spec.namespace),
+            namespace_pods=namespace_pods,
             previous=previous,
             recipe_source=str(recipe.source),
             logs=dict(memory.logs),
@@ -234,7 +235,7 @@ class Engine:
             walk_memo=memory.walked,
             node_answers=memory.node_answers,
             pod_records=memory.pod_records,
-            finished=memory.finished(self._reader, sr),
+            finished=memory.finished(self._reader, sr, live=namespace_pods),
         )
         memory.observed(seen)
         planned = await compute.plan(wanted, seen, now=now)

@@ -62,7 +62,7 @@ def pod(
 
 
 class Reader:
-    """The two reads ``Memory.finished`` makes, from a real pods store."""
+    """The pods a pass reads and the log ``Memory.finished`` reads, from a real pods store."""
 
     def __init__(self, pods: store.Store[views.PodView]) -> None:
         self._pods = pods
@@ -72,6 +72,13 @@ class Reader:
 
     def pods_gone(self, since: int | None) -> tuple[int, Sequence[views.PodView]]:
         return self._pods.gone_since(since)
+
+
+def read(
+    memory: memory_.Memory, reader: Reader, sr: sr_model.SpecialResource
+) -> frozenset[desired.ObjectRef]:
+    """What a pass hands the planner: the log read against the pods the pass reads."""
+    return memory.finished(reader, sr, live=reader.pods(sr.spec.namespace))  # type: ignore[arg-type]
 
 
 def ref(name: str) -> desired.ObjectRef:
@@ -94,7 +101,7 @@ def test_only_its_own_pods_gone_since_the_last_pass_by_someone_else_and_not_made
     sr = special_resource()
     memory = memory_.Memory()
     collected(pods, pod("before", uid="u0", phase="Succeeded"))
-    assert memory.finished(reader, sr) == frozenset()  # the first pass starts from now
+    assert read(memory, reader, sr) == frozenset()  # the first pass starts from now
 
     memory.planned(
         planner.Plan(
@@ -109,8 +116,8 @@ def test_only_its_own_pods_gone_since_the_last_pass_by_someone_else_and_not_made
     collected(pods, pod("theirs", uid="u5", phase="Succeeded", owner="other", owner_uid="other-uid"))
     collected(pods, pod("elsewhere", uid="u6", phase="Succeeded", ns="default"))
     collected(pods, pod("stray", uid="u7", phase="Succeeded", owner_uid="an-earlier-gpu"))
-    assert memory.finished(reader, sr) == {ref("validate-n1")}
-    assert memory.finished(reader, sr) == frozenset()  # read once
+    assert read(memory, reader, sr) == {ref("validate-n1")}
+    assert read(memory, reader, sr) == frozenset()  # read once
 
 
 def test_proofs_the_plan_hands_on_come_back_until_the_pod_is_made_again() -> None:
@@ -120,12 +127,12 @@ def test_proofs_the_plan_hands_on_come_back_until_the_pod_is_made_again() -> Non
     reader = Reader(pods)
     sr = special_resource()
     memory = memory_.Memory()
-    assert memory.finished(reader, sr) == frozenset()
+    assert read(memory, reader, sr) == frozenset()
     handed = planner.Plan(
         apply=(), node_labels=(), delete=(), status={}, finished=frozenset({ref("validate-n1")})
     )  # type: ignore[typeddict-item]
     memory.planned(handed)
-    assert memory.finished(reader, sr) == {ref("validate-n1")}
-    assert memory.finished(reader, sr) == {ref("validate-n1")}  # until a plan drops it
+    assert read(memory, reader, sr) == {ref("validate-n1")}
+    assert read(memory, reader, sr) == {ref("validate-n1")}  # until a plan drops it
     pods.upsert(pod("validate-n1", uid="u9", phase="Pending"))  # made again after all
-    assert memory.finished(reader, sr) == frozenset()
+    assert read(memory, reader, sr) == frozenset()
