@@ -213,6 +213,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             if args.profile:
                 operator.profile(out / "operator.spy")
             before, cpu0, steps0 = operator.requests(), operator.cpu_seconds(), operator.step_seconds()
+            events_before = operator.watch_events()
             started_wall = time.time()
             states = states_of(RECIPE)
             try:
@@ -231,6 +232,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 for step, (spent, passes) in operator.step_seconds().items()
             }
             cpu = operator.cpu_seconds() - cpu0
+            events_during = operator.watch_events()
+            events_during.subtract(events_before)
             window = [
                 w for w in audit.read(run.audit_log) if started_wall <= w.time.timestamp() <= ready_wall
             ]
@@ -253,6 +256,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 + args.nodes * (len(states) + 1),
                 "curves": curves,
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
+                # what the operator read while converging: its CPU is mostly theirs
+                "watch_events": {k: v for k, v in sorted(events_during.items()) if v},
                 **pod_creations(window),
             }
             if "not_ready" in figures:

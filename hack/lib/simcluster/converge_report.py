@@ -66,6 +66,14 @@ def table(figures: Mapping[str, Any]) -> str:
                 ", ".join(f"{k} {v['seconds']:.1f}" for k, v in steps.items()),
             )
         )
+    read = f["sro"].get("watch_events")
+    if read:  # absent from figures of older runs
+        rows.append(
+            (
+                f"sro watch events during convergence ({sum(read.values())})",
+                ", ".join(f"{k} {v}" for k, v in sorted(read.items(), key=lambda kv: -kv[1])[:6]),
+            )
+        )
     for verb_resource, count in sorted(f["sro"]["requests_by"].items(), key=lambda kv: -kv[1])[:12]:
         rows.append((f"  {verb_resource}", str(count)))
     idle = f.get("idle")
