@@ -172,6 +172,9 @@ class _NodeKeys:
         self._m = m
         self._library = library
         self._selectors: dict[str, tuple[float, Mapping[str, str]]] = {}
+        # name -> (the cached record, its parse): every Node event asks this of every
+        # SpecialResource, and a parse costs far more than the rest of the answer.
+        self._parsed: dict[str, tuple[object, sr_model.SpecialResource | None]] = {}
 
     def _recipe_selector(self, recipe: str) -> Mapping[str, str] | None:
         now = time.monotonic()
@@ -188,14 +191,26 @@ class _NodeKeys:
         self._selectors[recipe] = (now, selector)
         return selector
 
+    def _specialresources(self) -> list[sr_model.SpecialResource]:
+        """The cached SpecialResources, parsed once per version: the cache replaces a
+        record when anything in it changes, so the same record is the same parse. One
+        that does not parse is left out (its own reconcile says why)."""
+        parsed: dict[str, tuple[object, sr_model.SpecialResource | None]] = {}
+        for view in self._m.store(*PRIMARY).values():
+            known = self._parsed.get(view.name)
+            if known is None or known[0] is not view:
+                try:
+                    known = (view, sr_model.parse(view.body))
+                except errors.RecipeError:
+                    known = (view, None)
+            parsed[view.name] = known
+        self._parsed = parsed  # only the ones cached now: a deleted one is forgotten
+        return [sr for _, sr in parsed.values() if sr is not None]
+
     def __call__(self, old: views.NodeView | None, new: views.NodeView | None) -> set[handlers.QueueKey]:
         keys: set[handlers.QueueKey] = set()
         nodes = [n for n in (old, new) if n is not None]
-        for view in self._m.store(*PRIMARY).values():
-            try:
-                sr = sr_model.parse(view.body)
-            except errors.RecipeError:
-                continue
+        for sr in self._specialresources():
             prefix = f"{sr.name}.{sr_model.GROUP}/"
             if any(k.startswith(prefix) for n in nodes for k in n.labels):
                 keys.add(handlers.QueueKey(sr.name))  # it has marks to keep right or take off
