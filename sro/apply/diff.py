@@ -39,10 +39,11 @@ def desired_hash(body: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
-def stamped(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The body to send: the desired body with its hash annotation set."""
+def stamped(body: Mapping[str, Any], *, digest: str = "") -> dict[str, Any]:
+    """The body to send: the desired body with its hash annotation set (``digest``: its
+    ``desired_hash``, when the caller computed it already)."""
     meta = dict(body.get("metadata") or {})
-    meta["annotations"] = {**(meta.get("annotations") or {}), HASH_ANNOTATION: desired_hash(body)}
+    meta["annotations"] = {**(meta.get("annotations") or {}), HASH_ANNOTATION: digest or desired_hash(body)}
     return {**body, "metadata": meta}
 
 
@@ -69,6 +70,7 @@ def already_sent(
     sent: tuple[str, int] | None,
     cached_version: int | None,
     kind_lagging: bool,
+    digest: str = "",
 ) -> bool:
     """Whether this process already applied exactly ``desired`` (``sent``: the body's hash and
     the resourceVersion the apply returned) and the cache has not shown that write yet: it
@@ -76,19 +78,20 @@ def already_sent(
     kind's cache lags behind this process's writes. ``needs_apply`` would then say yes on
     every pass until the watch delivers the write; that write's own watch event (or the
     object's deletion, if someone deleted it since) brings the next pass, so nothing waits."""
-    if sent is None or sent[0] != desired_hash(desired):
+    if sent is None or sent[0] != (digest or desired_hash(desired)):
         return False
     if cached_version is None:
         return kind_lagging
     return cached_version < sent[1]
 
 
-def needs_apply(desired: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
-    """Whether applying ``desired`` over ``live`` (None: absent) would change anything."""
+def needs_apply(desired: Mapping[str, Any], live: Mapping[str, Any] | None, *, digest: str = "") -> bool:
+    """Whether applying ``desired`` over ``live`` (None: absent) would change anything
+    (``digest``: ``desired``'s ``desired_hash``, when the caller has it)."""
     if live is None:
         return True
     annotations = (live.get("metadata") or {}).get("annotations") or {}
-    if annotations.get(HASH_ANNOTATION) != desired_hash(desired):
+    if annotations.get(HASH_ANNOTATION) != (digest or desired_hash(desired)):
         return True
     # "status" is not sent with an apply to the main resource; identity fields are the
     # server's business.

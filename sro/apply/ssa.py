@@ -94,12 +94,13 @@ class Writer:
         return resource.path(namespace=ref.namespace, name=name, subresource=subresource), resource.plural
 
     async def apply(
-        self, body: Mapping[str, Any], *, dry_run: bool = False, subresource: str = ""
+        self, body: Mapping[str, Any], *, dry_run: bool = False, subresource: str = "", digest: str = ""
     ) -> dict[str, Any]:
-        """Server-side apply ``body``; with ``dry_run`` the server validates and writes nothing."""
+        """Server-side apply ``body``; with ``dry_run`` the server validates and writes nothing.
+        ``digest``: the body's ``diff.desired_hash``, when the caller computed it already."""
         ref = desired.ObjectRef.of(body)
         path, plural = await self._path(ref, subresource=subresource)
-        sent = diff.stamped(body) if not subresource else dict(body)
+        sent = diff.stamped(body, digest=digest) if not subresource else dict(body)
         # Strict: a field the schema does not declare is refused (400) instead of dropped.
         params = {"fieldManager": self.field_manager, "force": "true", "fieldValidation": "Strict"}
         if dry_run:

@@ -51,8 +51,11 @@ class Reader(Protocol):
 class Writer(Protocol):
     """Writes to the API server; errors are ``sro.errors.ApiError``/``TransportError``."""
 
-    async def apply(self, body: Mapping[str, Any], *, dry_run: bool = False) -> Mapping[str, Any]:
-        """Server-side apply under the operator's field manager (force)."""
+    async def apply(
+        self, body: Mapping[str, Any], *, dry_run: bool = False, digest: str = ""
+    ) -> Mapping[str, Any]:
+        """Server-side apply under the operator's field manager (force); ``digest``: the
+        body's ``apply.diff.desired_hash``, when the caller has it (else it is computed)."""
         ...
 
     async def delete(self, ref: desired.ObjectRef, *, uid: str = "") -> bool:

@@ -131,7 +131,7 @@ async def apply_objects(
     async def dry_run(item: tuple[desired.DesiredObject, dict[str, Any]]) -> None:
         obj, body = item
         try:
-            await writer.apply(diff.stamped(body), dry_run=True)
+            await writer.apply(body, dry_run=True)
         except errors.NotFound as exc:
             # The operand namespace or a CRD of the same state is not there yet: the real
             # apply, in order, decides.
@@ -155,14 +155,17 @@ async def apply_objects(
             return
         kind_lags = (obj.ref.api_version, obj.ref.kind) in lagging
         cached = api_bodies.version_number(current.resource_version) if current is not None else None
-        if diff.already_sent(body, sent=memory.get(obj.ref), cached_version=cached, kind_lagging=kind_lags):
+        digest = diff.desired_hash(body)  # once: each check below and the apply's stamp need it
+        if diff.already_sent(
+            body, sent=memory.get(obj.ref), cached_version=cached, kind_lagging=kind_lags, digest=digest
+        ):
             return
-        if not diff.needs_apply(body, current.body if current is not None else None):
+        if not diff.needs_apply(body, current.body if current is not None else None, digest=digest):
             return
         try:
-            answer = await writer.apply(diff.stamped(body))
+            answer = await writer.apply(body, digest=digest)
             returned = api_bodies.version_of(answer)
-            memory[obj.ref] = (diff.desired_hash(body), returned)
+            memory[obj.ref] = (digest, returned)
             applied += 1
         except errors.SroError as exc:
             failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))

@@ -89,3 +89,19 @@ def test_a_cache_that_shows_the_write_a_changed_body_or_nothing_sent_decide_as_u
     assert not diff.already_sent(DESIRED, sent=sent, cached_version=None, kind_lagging=False), "deleted since"
     assert not diff.already_sent(changed, sent=sent, cached_version=100, kind_lagging=True)
     assert not diff.already_sent(DESIRED, sent=None, cached_version=100, kind_lagging=True)
+
+
+def test_a_digest_computed_once_decides_and_stamps_as_the_body_itself_would() -> None:
+    changed = copy.deepcopy(DESIRED)
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "i:2"
+    live = live_of(DESIRED)
+    for body in (DESIRED, changed):
+        digest = diff.desired_hash(body)
+        assert diff.stamped(body, digest=digest) == diff.stamped(body)
+        assert diff.needs_apply(body, live, digest=digest) == diff.needs_apply(body, live)
+        sent = (diff.desired_hash(DESIRED), 120)
+        assert diff.already_sent(body, sent=sent, cached_version=100, kind_lagging=True, digest=digest) == (
+            body is DESIRED
+        )
+    # The digest given is the one used: a caller's digest of another body decides.
+    assert diff.needs_apply(DESIRED, live, digest=diff.desired_hash(changed))
