@@ -31,7 +31,7 @@ from prometheus_client import (
 )
 
 import sro
-from sro.observe import standard
+from sro.observe import children, standard
 from sro.plan import upgrade_records
 
 RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
@@ -91,6 +91,7 @@ class Metrics:
             "sro_watch_relists", "Lists made by reflectors", ["resource", "reason"], registry=r
         )
         self.watch_events = Counter("sro_watch_events", "Watch events received", ["resource"], registry=r)
+        self._watch_events = children.Children(self.watch_events)
         self.watch_handler_errors = Counter(
             "sro_watch_handler_errors",
             "Changes whose event handler raised (the change is not queued; the next one is)",
@@ -106,6 +107,7 @@ class Metrics:
         self.api_requests = Counter(
             "sro_api_requests", "Requests to the API server", ["verb", "resource", "code"], registry=r
         )
+        self._api_requests = children.Children(self.api_requests)
         self.api_throttled_total = Counter(
             "sro_api_throttled",
             "Retries the API server asked to delay (429, or 503 with Retry-After), requests and watches",
@@ -116,6 +118,7 @@ class Metrics:
             "sro_api_throttled_seconds", "Seconds waited before those retries", ["resource"], registry=r
         )
         self.cache_objects = Gauge("sro_cache_objects", "Objects held per cache", ["resource"], registry=r)
+        self._cache_objects = children.Children(self.cache_objects)
         self.leader = Gauge("sro_leader", "1 while this process holds the lease", registry=r)
         self.active_workers = Gauge("sro_active_workers", "Reconciles running now", registry=r)
         self.sr_condition = Gauge(
@@ -184,7 +187,7 @@ class Metrics:
 
     def queue_added(self) -> None:
         self.workqueue_adds.inc()
-        self.standard.adds.labels(name=standard.CONTROLLER).inc()
+        self.standard.added()
 
     def queue_depth(self, depth: int) -> None:
         self.workqueue_depth.set(depth)
@@ -217,7 +220,7 @@ class Metrics:
         seconds: float | None = None,
     ) -> None:
         """One request (``seconds`` until the answer's headers, None when none came)."""
-        self.api_requests.labels(verb=verb, resource=resource, code=code).inc()
+        self._api_requests(verb, resource, code).inc()
         self.standard.request(
             method=method or verb.upper(),
             code=code if code.isdigit() else "<error>",
@@ -227,7 +230,7 @@ class Metrics:
 
     def api_limited(self, *, verb: str, host: str, seconds: float) -> None:
         """A request waited ``seconds`` for the client's own rate limit (``sro.kube.limiter``)."""
-        self.standard.rest_limited.labels(verb=verb, host=host).observe(seconds)
+        self.standard.limited(verb=verb, host=host, seconds=seconds)
 
     def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
         self.api_throttled_total.labels(resource=resource, code=code).inc()
@@ -248,10 +251,10 @@ class Metrics:
         self.watch_handler_errors.labels(resource=resource).inc()
 
     def watch_event(self, *, resource: str) -> None:
-        self.watch_events.labels(resource=resource).inc()
+        self._watch_events(resource).inc()
 
     def cache_size(self, *, resource: str, size: int) -> None:
-        self.cache_objects.labels(resource=resource).set(size)
+        self._cache_objects(resource).set(size)
 
     # -- sro.runtime.controller.ControllerMetrics ---------------------------------
 

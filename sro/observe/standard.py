@@ -21,6 +21,8 @@ from collections.abc import Hashable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from sro.observe import children
+
 CONTROLLER = "specialresource"
 """The controller's name: the ``name`` of its queue and the ``controller`` of its reconciles."""
 
@@ -146,8 +148,12 @@ class StandardSeries:
         self.terminal_errors.labels(controller=CONTROLLER)
         self.active_workers.labels(controller=CONTROLLER).set(0)
         self.depth.labels(name=CONTROLLER).set(0)
-        self.adds.labels(name=CONTROLLER)
+        self._added = self.adds.labels(name=CONTROLLER)
         self.retries.labels(name=CONTROLLER)
+        # asked for on every request (children.Children)
+        self._rest_requests = children.Children(self.rest_requests)
+        self._rest_duration = children.Children(self.rest_duration)
+        self._rest_limited = children.Children(self.rest_limited)
 
     # -- the queue ----------------------------------------------------------------
 
@@ -168,10 +174,16 @@ class StandardSeries:
 
     # -- requests and reconciles -----------------------------------------------------
 
+    def added(self) -> None:
+        self._added.inc()
+
     def request(self, *, method: str, code: str, host: str, seconds: float | None) -> None:
-        self.rest_requests.labels(code=code, method=method, host=host).inc()
+        self._rest_requests(code, method, host).inc()
         if seconds is not None:
-            self.rest_duration.labels(verb=method, host=host).observe(seconds)
+            self._rest_duration(method, host).observe(seconds)
+
+    def limited(self, *, verb: str, host: str, seconds: float) -> None:
+        self._rest_limited(verb, host).observe(seconds)
 
     def reconciled(self, *, result: str, seconds: float) -> None:
         self.reconcile_total.labels(controller=CONTROLLER, result=_RESULT.get(result, "error")).inc()
