@@ -70,6 +70,10 @@ class QueueSettings:
     node's chain waits out a rest). 1, the default: back to back, latency first."""
     rest_cap: float = 5.0
     """Longest rest, whatever a pass took (a pass slowed by API server retries)."""
+    busy: int = 16
+    """Only a pass whose key was added at least this many times while it ran rests. One
+    node's step (a pod ready, a kernel changed) brings a few adds, and its next pass comes
+    at once; a converging fleet brings hundreds a pass."""
 
 
 @dataclass(frozen=True, kw_only=True)

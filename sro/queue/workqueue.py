@@ -11,10 +11,12 @@ Properties (each has a unit test named for it and a rule in the property test):
 * **Delayed**: ``add_after`` parks a key until its ready time; the earliest ready
   time wins. ``add_rate_limited`` uses the per-key limiter; ``forget`` resets it.
 * **Paced**: with ``pace`` above 1, a key whose pass took *d* seconds rests
-  ``(pace - 1) * d`` (at most ``rest_cap``) before its next pass starts; adds during the
-  rest collapse into that one pass. A key added after a quiet spell starts at once, so
-  only a key kept busy back to back is slowed, and its passes take at most ``1 / pace``
-  of the time whatever a pass costs.
+  ``(pace - 1) * d`` (at most ``rest_cap``) before its next pass starts, if it was added
+  at least ``busy`` times while that pass ran; adds during the rest collapse into that
+  one pass. A key added after a quiet spell starts at once, and so does one whose pass
+  saw only a few adds (one node's step: a pod ready, a label set), so only a key kept
+  busy by a flood of news is slowed, and its passes take at most ``1 / pace`` of the time
+  whatever a pass costs.
 * **Shutdown**: after ``shutdown`` no key is accepted and ``get`` returns None;
   ``shutdown(drain=True)`` waits until every key being processed is ``done``.
   Keys queued but not started are dropped: reconciles are level-triggered, and the
@@ -84,12 +86,17 @@ class WorkQueue(Generic[K]):
         metrics: QueueMetrics | None = None,
         pace: float = 1.0,
         rest_cap: float = 0.0,
+        busy: int = 0,
     ) -> None:
-        """``pace`` and ``rest_cap``: see **Paced** (1.0, the default: back to back)."""
-        if pace < 1.0 or rest_cap < 0.0:
-            raise ValueError(f"pace must be at least 1 and rest_cap not negative (got {pace}, {rest_cap})")
+        """``pace``, ``rest_cap`` and ``busy``: see **Paced** (pace 1.0, the default: back
+        to back; busy 0: every pass rests)."""
+        if pace < 1.0 or rest_cap < 0.0 or busy < 0:
+            raise ValueError(
+                f"pace must be at least 1, rest_cap and busy not negative (got {pace}, {rest_cap}, {busy})"
+            )
         self._pace = pace
         self._rest_cap = rest_cap
+        self._busy = busy
         self._clock = clock or clocks.MonotonicClock()
         self._limiter = limiter or ratelimit.default(clock=self._clock)
         self._metrics: QueueMetrics = metrics or NoMetrics()
@@ -101,6 +108,7 @@ class WorkQueue(Generic[K]):
         self._added_at: dict[K, float] = {}  # for the latency metric
         self._started_at: dict[K, float] = {}  # for the work duration metric and the pace
         self._resting: dict[K, float] = {}  # key -> when its rest after its last pass ends
+        self._adds_during: dict[K, int] = {}  # key -> adds while its pass runs (Paced)
         self._waiting: delaying.DelayHeap[K] = delaying.DelayHeap()
         self._shutting_down = False
         self._wakeup = asyncio.Event()
@@ -113,6 +121,8 @@ class WorkQueue(Generic[K]):
         if self._shutting_down:
             return
         self._metrics.queue_added()
+        if key in self._processing:
+            self._adds_during[key] = self._adds_during.get(key, 0) + 1
         self._enqueue(key)
 
     def _enqueue(self, key: K) -> None:
@@ -182,11 +192,13 @@ class WorkQueue(Generic[K]):
     def done(self, key: K) -> None:
         self._processing.discard(key)
         started = self._started_at.pop(key, None)
+        adds = self._adds_during.pop(key, 0)
         now = self._clock.now()
         if started is not None:
             took = max(0.0, now - started)
             self._metrics.queue_work_done(key, took)
-            self._rest(key, now=now, took=took)
+            if adds >= self._busy:
+                self._rest(key, now=now, took=took)
         if key in self._dirty and not self._shutting_down:
             self._dirty.discard(key)
             self._enqueue(key)  # at once, or at the end of its rest
@@ -236,6 +248,7 @@ class WorkQueue(Generic[K]):
         self._waiting.clear()
         self._added_at.clear()
         self._resting.clear()
+        self._adds_during.clear()
         self._wakeup.set()
 
     async def drain(self) -> None:

@@ -97,6 +97,7 @@ class Manager:
             metrics=self.metrics,
             pace=self.settings.queue.pace,
             rest_cap=self.settings.queue.rest_cap,
+            busy=self.settings.queue.busy,
         )
         self.role = Role.STARTING
         self.identity = ""

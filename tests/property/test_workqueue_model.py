@@ -6,7 +6,8 @@ queue agrees with a model written as plainly as possible: a key is never held by
 two workers; an add during processing yields exactly one more pass; bursts
 collapse; the earliest ``add_after`` wins; ``forget`` resets the backoff; after
 shutdown nothing is handed out. A second machine runs the same rules on a paced queue: a
-key's add during its rest after a pass waits for the rest's end.
+key's add during its rest after a pass that was added to often enough while it ran
+waits for the rest's end.
 """
 
 import pytest
@@ -36,6 +37,12 @@ class Model:
         self.shut = False
         self.started: dict[str, float] = {}
         self.resting: dict[str, float] = {}  # key -> end of its rest (paced queues)
+        self.adds_during: dict[str, int] = {}  # key -> adds while its pass runs
+
+    def added(self, key: str) -> None:
+        """Any add of ``key`` (a direct one or a delayed one whose time came)."""
+        if not self.shut and key in self.processing:
+            self.adds_during[key] = self.adds_during.get(key, 0) + 1
 
     def park(self, key: str, at: float) -> None:
         current = self.waiting.get(key)
@@ -57,6 +64,7 @@ class Model:
 class QueueMachine(RuleBasedStateMachine):
     PACE = 1.0
     REST_CAP = 0.0
+    BUSY = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,6 +74,7 @@ class QueueMachine(RuleBasedStateMachine):
             limiter=ratelimit.ExponentialBackoff(base=BASE, cap=CAP),
             pace=self.PACE,
             rest_cap=self.REST_CAP,
+            busy=self.BUSY,
         )
         self.model = Model()
         self.held: list[str] = []  # keys held by workers, in get order
@@ -75,6 +84,7 @@ class QueueMachine(RuleBasedStateMachine):
         for key, (at, _) in sorted(self.model.waiting.items(), key=lambda kv: kv[1]):
             if at <= now:
                 del self.model.waiting[key]
+                self.model.added(key)
                 self.model.add(key, now=now)
 
     def _park(self, key: str, at: float) -> None:
@@ -83,6 +93,7 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(key=KEYS)
     def add(self, key: str) -> None:
         self.queue.add(key)
+        self.model.added(key)
         self.model.add(key, now=self.clock.now())
 
     @rule(key=KEYS, delay=st.sampled_from([0.0, 0.01, 0.02, 0.05]))
@@ -91,6 +102,7 @@ class QueueMachine(RuleBasedStateMachine):
         if self.model.shut:
             return
         if delay <= 0:
+            self.model.added(key)
             self.model.add(key, now=self.clock.now())
             return
         self._park(key, self.clock.now() + delay)
@@ -139,7 +151,8 @@ class QueueMachine(RuleBasedStateMachine):
         now = self.clock.now()
         self.model.processing.discard(key)
         rest = min((self.PACE - 1.0) * (now - self.model.started.pop(key)), self.REST_CAP)
-        if rest > 0:
+        busy = self.model.adds_during.pop(key, 0) >= self.BUSY
+        if rest > 0 and busy:
             self.model.resting[key] = now + rest
         if key in self.model.dirty and not self.model.shut:
             self.model.dirty.discard(key)
@@ -153,6 +166,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.model.dirty.clear()
         self.model.waiting.clear()
         self.model.resting.clear()
+        self.model.adds_during.clear()
 
     @invariant()
     def agrees_with_the_model(self) -> None:
@@ -169,6 +183,7 @@ test_the_queue_behaves_like_its_reference_model = QueueMachine.TestCase
 class PacedQueueMachine(QueueMachine):
     PACE = 3.0
     REST_CAP = 0.05
+    BUSY = 2  # passes with fewer adds go on at once, the others rest
 
 
 PacedQueueMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)

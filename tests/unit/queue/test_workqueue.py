@@ -13,10 +13,12 @@ from sro.queue import clock, ratelimit, workqueue
 pytestmark = pytest.mark.unit
 
 
-def make(*, pace: float = 1.0, rest_cap: float = 0.0) -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
+def make(
+    *, pace: float = 1.0, rest_cap: float = 0.0, busy: int = 0
+) -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
     c = clock.ManualClock()
     limiter = ratelimit.ExponentialBackoff(base=0.005, cap=1.0)
-    return workqueue.WorkQueue(clock=c, limiter=limiter, pace=pace, rest_cap=rest_cap), c
+    return workqueue.WorkQueue(clock=c, limiter=limiter, pace=pace, rest_cap=rest_cap, busy=busy), c
 
 
 def test_keys_are_handed_out_in_the_order_they_were_added() -> None:
@@ -164,8 +166,10 @@ async def test_shutdown_with_drain_waits_for_keys_in_processing() -> None:
     assert q.processing == frozenset()
 
 
-def paced(pace: float = 3.0, rest_cap: float = 5.0) -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
-    return make(pace=pace, rest_cap=rest_cap)
+def paced(
+    pace: float = 3.0, rest_cap: float = 5.0, busy: int = 0
+) -> tuple[workqueue.WorkQueue[str], clock.ManualClock]:
+    return make(pace=pace, rest_cap=rest_cap, busy=busy)
 
 
 def test_a_paced_key_added_during_its_pass_rests_twice_the_pass_before_the_next() -> None:
@@ -219,6 +223,52 @@ def test_a_rest_is_capped_and_other_keys_do_not_wait_for_it() -> None:
     q.add("other")
     assert q.try_get() == "other"
     assert q.ready_at("slow") == pytest.approx(c.now() + 5.0)
+
+
+def test_only_a_pass_added_to_busy_times_while_it_ran_rests() -> None:
+    q, c = paced(busy=3)
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("a")
+    q.add("a")  # two adds: one node's step, not a flood
+    c.advance(1.0)
+    q.done("a")
+    assert q.try_get() == "a", "the next pass comes at once"
+    for _ in range(3):  # a flood: three adds while it runs
+        q.add("a")
+    c.advance(1.0)
+    q.done("a")
+    assert q.try_get() is None
+    assert q.ready_at("a") == pytest.approx(c.now() + 2.0)
+    c.advance(2.0)
+    assert q.try_get() == "a"
+    c.advance(1.0)
+    q.done("a")  # no add while it ran: no rest either
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("b")  # adds of another key do not count for this one
+    q.add("b")
+    q.add("b")
+    c.advance(1.0)
+    q.done("a")
+    q.add("a")
+    assert [q.try_get(), q.try_get()] == ["b", "a"]
+
+
+def test_adds_counted_for_one_pass_do_not_carry_into_the_next() -> None:
+    q, c = paced(busy=2)
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("a")  # one add in this pass
+    c.advance(1.0)
+    q.done("a")
+    assert q.try_get() == "a"
+    q.add("a")  # and one in the next: neither pass was busy
+    c.advance(1.0)
+    q.done("a")
+    assert q.try_get() == "a"
+    with pytest.raises(ValueError, match="busy"):
+        workqueue.WorkQueue(pace=3.0, busy=-1)
 
 
 def test_pace_one_is_back_to_back_and_a_pace_below_one_is_refused() -> None:
