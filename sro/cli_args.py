@@ -307,9 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
         run,
         "--reconcile-pace",
         "SRO_RECONCILE_PACE",
-        "1",
-        "a SpecialResource reconciled back to back rests PACE-1 times its last pass's duration "
-        "(at most 5 s) before the next, so passes take at most 1/PACE of the time (1: no rest)",
+        "3",
+        "a SpecialResource kept busy by a flood of changes (16 or more during a pass) rests "
+        "PACE-1 times its last pass's duration (at most 5 s) before the next, so passes take at "
+        "most 1/PACE of the time (1: no rest)",
         type=types.pace,
         metavar="PACE",
     )

@@ -61,13 +61,14 @@ class QueueSettings:
     """Per-key retry delay after the first failure, doubled per failure (client-go: 5 ms)."""
     backoff_cap: float = 300.0
     """Longest per-key retry delay: persistent failures still retry every five minutes."""
-    pace: float = 1.0
-    """A key kept busy back to back rests ``pace - 1`` times its last pass's duration before
-    the next (``sro.queue.workqueue``, **Paced**). While a big fleet converges, events come
-    faster than passes end and a pass costs about the same whatever it finds, so resting
-    trades latency for CPU: at 1,000 nodes, pace 3 cut the operator's CPU by a third and
-    doubled the time from a kernel change to the node complete again (each step of a
-    node's chain waits out a rest). 1, the default: back to back, latency first."""
+    pace: float = 3.0
+    """A key kept busy by a flood of news rests ``pace - 1`` times its last pass's duration
+    before the next (``sro.queue.workqueue``, **Paced**; only after a pass it was added to
+    ``busy`` times or more). While a big fleet converges, events come faster than passes
+    end and a pass costs about the same whatever it finds, so each pass taking a larger
+    bite saves CPU: at 1,000 nodes, 3 against 1 took the operator from 95 to 39 CPU-seconds
+    (36 passes instead of 475) and Ready came as soon, while one node's steps (a kernel
+    change: a few adds a pass) go on back to back. 1: back to back always."""
     rest_cap: float = 5.0
     """Longest rest, whatever a pass took (a pass slowed by API server retries)."""
     busy: int = 16
