@@ -124,7 +124,8 @@ class Env:
         """A ConfigMap recipe ``name`` in the operator's namespace (created or replaced)."""
         data = {rel.replace("/", "__"): text for rel, text in files.items()}
         body = {
-            "apiVersion": "v1", "kind": "ConfigMap",
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE, "labels": {RECIPE_LABEL: name}},
             "data": data,
         }
@@ -134,8 +135,13 @@ class Env:
         return f"configmap/{OPERATOR_NAMESPACE}/{name}"
 
     def sr(self, name: str, recipe: str, **spec: Any) -> str:
-        body = srs.manifest(name, recipe=recipe, node_selector=spec.pop("node_selector", self.selector),
-                            set_values=spec.pop("set_values", None), extra_spec=spec)
+        body = srs.manifest(
+            name,
+            recipe=recipe,
+            node_selector=spec.pop("node_selector", self.selector),
+            set_values=spec.pop("set_values", None),
+            extra_spec=spec,
+        )
         self.srs_made.append(name)
         srs.create(self.cluster, body)
         return name
@@ -173,7 +179,8 @@ class Env:
 
         try:
             found: dict[str, Any] = await waiting.wait_for(
-                check, timeout=within, interval=0.3, message=f"{name} Degraded with {reason}")
+                check, timeout=within, interval=0.3, message=f"{name} Degraded with {reason}"
+            )
         except AssertionError as exc:
             raise AssertionError(f"{exc}; its last conditions: {seen}") from None
         return found
@@ -182,16 +189,18 @@ class Env:
         def check() -> list[str]:
             return [n for n in names if not srs.ready_condition(self.status(n))]
 
-        await waiting.wait_for(lambda: not check(), timeout=within, interval=0.3,
-                               message=f"Ready: {names}")
+        await waiting.wait_for(lambda: not check(), timeout=within, interval=0.3, message=f"Ready: {names}")
 
     def written(self, name: str, *, state: str | None = None) -> list[str]:
         """Objects labelled as ``name``'s (of ``state`` if given; planted ones aside) and its node labels."""
         selector = f"{srs.OWNER}={name}" + (f",sro.dev/state={state}" if state else "")
         found = self.cluster.kubectl_json("get", OWNED_KINDS, "-A", "-l", selector)["items"]
         planted = {(p.namespace, p.name) for p in self.planted}
-        out = [f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in found
-               if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) not in planted]
+        out = [
+            f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
+            for o in found
+            if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) not in planted
+        ]
         if state is None:
             for node in srs.nodes(self.cluster, self.selector):
                 out += [f"node label {k}" for k in srs.sr_labels(node, name)]
@@ -206,33 +215,53 @@ class Env:
 
     # -- foreign objects ----------------------------------------------------------------------
 
-    def plant(self, owner: str, *, name: str | None = None, data: Mapping[str, str] | None = None,
-              finalizers: list[str] | None = None, namespace: str | None = None) -> Planted:
+    def plant(
+        self,
+        owner: str,
+        *,
+        name: str | None = None,
+        data: Mapping[str, str] | None = None,
+        finalizers: list[str] | None = None,
+        namespace: str | None = None,
+    ) -> Planted:
         """A tenant's ConfigMap labelled ``sro.dev/owner: owner``, without sro's reference."""
-        meta: dict[str, Any] = {"name": name or short("tenant"), "labels": {srs.OWNER: owner},
-                                "namespace": namespace or self.tenant_namespace}
+        meta: dict[str, Any] = {
+            "name": name or short("tenant"),
+            "labels": {srs.OWNER: owner},
+            "namespace": namespace or self.tenant_namespace,
+        }
         if finalizers:
             meta["finalizers"] = finalizers
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data or {"k": "v"})}
-        made = json.loads(self.cluster.kubectl("create", "-o", "json", "-f", "-",
-                                               input=json.dumps(body)).stdout)
-        planted = Planted("configmap", meta["name"], meta["namespace"], made["metadata"]["uid"],
-                          made["metadata"]["resourceVersion"])
+        made = json.loads(
+            self.cluster.kubectl("create", "-o", "json", "-f", "-", input=json.dumps(body)).stdout
+        )
+        planted = Planted(
+            "configmap",
+            meta["name"],
+            meta["namespace"],
+            made["metadata"]["uid"],
+            made["metadata"]["resourceVersion"],
+        )
         self.planted.append(planted)
         return planted
 
     def untouched(self, *planted: Planted) -> None:
         """Each planted object is still there, unwritten and unowned (one list per namespace)."""
         for namespace in sorted({p.namespace for p in planted}):
-            template = ('{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion} '
-                        '{.metadata.ownerReferences}{"\\n"}{end}')
-            out = self.cluster.kubectl("get", "configmaps", "-n", namespace, "-o",
-                                       f"jsonpath={template}").stdout
+            template = (
+                "{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion} "
+                '{.metadata.ownerReferences}{"\\n"}{end}'
+            )
+            out = self.cluster.kubectl(
+                "get", "configmaps", "-n", namespace, "-o", f"jsonpath={template}"
+            ).stdout
             live = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
             for one in (p for p in planted if p.namespace == namespace):
                 assert one.name in live, f"{namespace}/{one.name} was deleted"
                 assert live[one.name] == [one.uid, one.resource_version], (
-                    f"{namespace}/{one.name} was written to or made again: {live[one.name]}")
+                    f"{namespace}/{one.name} was written to or made again: {live[one.name]}"
+                )
 
     # -- what every case ends with --------------------------------------------------------------
 
@@ -254,16 +283,21 @@ class Env:
         self.touches += 1
         value = str(self.touches)
         self.patch_sr(self.canary, {"spec": {"set": {"touch": value}}})
-        generation = int(self.cluster.kubectl("get", "sr", self.canary, "-o",
-                                              "jsonpath={.metadata.generation}").stdout)
+        generation = int(
+            self.cluster.kubectl("get", "sr", self.canary, "-o", "jsonpath={.metadata.generation}").stdout
+        )
 
         def applied() -> bool:
             status = self.status(self.canary)
             made = self.cluster.kubectl_json("get", "configmap", "greeting", "-n", self.canary)
             return status.get("observedGeneration", 0) >= generation and made["data"]["touch"] == value
 
-        await waiting.wait_for(applied, timeout=CANARY_WITHIN, interval=0.25,
-                               message=f"the canary reconciled generation {generation}")
+        await waiting.wait_for(
+            applied,
+            timeout=CANARY_WITHIN,
+            interval=0.25,
+            message=f"the canary reconciled generation {generation}",
+        )
 
     async def after_case(self) -> None:
         self.assert_healthy()
@@ -271,9 +305,11 @@ class Env:
         self.assert_healthy()
 
     def summary(self) -> str:
-        return (f"healthz max {self.health.max_latency:.3f}s over {self.health.probes} probes; "
-                f"lease max renew gap {self.lease.max_gap:.1f}s over {len(self.lease.renewals)} renewals; "
-                f"slow /healthz answers: {self.health.slow[-20:]}")
+        return (
+            f"healthz max {self.health.max_latency:.3f}s over {self.health.probes} probes; "
+            f"lease max renew gap {self.lease.max_gap:.1f}s over {len(self.lease.renewals)} renewals; "
+            f"slow /healthz answers: {self.health.slow[-20:]}"
+        )
 
     def remove_srs(self, names: list[str]) -> None:
         """Delete SpecialResources and wait until the operator let them go (forced if it never does)."""
@@ -281,8 +317,12 @@ class Env:
             self.cluster.kubectl("delete", "sr", *names, "--ignore-not-found", "--wait=false", check=False)
         for name in names:
             try:
-                waiting.wait_for_sync(lambda name=name: not self.exists(name), timeout=60,
-                                      interval=0.3, message=f"SpecialResource {name} deleted")
+                waiting.wait_for_sync(
+                    lambda name=name: not self.exists(name),
+                    timeout=60,
+                    interval=0.3,
+                    message=f"SpecialResource {name} deleted",
+                )
             except AssertionError:
                 patch = json.dumps({"metadata": {"finalizers": None}})
                 self.cluster.kubectl("patch", "sr", name, "--type=merge", "-p", patch, check=False)
@@ -306,19 +346,33 @@ def _start(cluster: cluster_mod.Cluster, session_operator: Operator, base: Path)
     (node,) = cluster.add_nodes(srs.pool_inventory(group, [UBUNTU]))
     recipes = base / "recipes"
     recipes.mkdir()
-    op = Operator(kubeconfig=kubeconfig, recipes_dir=recipes, log_dir=base,
-                  extra_args=["--leader-elect", "true", "--leader-elect-namespace", lease_namespace])
+    op = Operator(
+        kubeconfig=kubeconfig,
+        recipes_dir=recipes,
+        log_dir=base,
+        extra_args=["--leader-elect", "true", "--leader-elect-namespace", lease_namespace],
+    )
     session_operator.stop()
     op.start()
     assert op.proc is not None
     waiting.wait_for_sync(
         lambda: any(n == "sro_leader" and v == 1 for n, _, v in op.metrics()),
-        timeout=30, message="the hostile suite's operator took its Lease",
+        timeout=30,
+        message="the hostile suite's operator took its Lease",
     )
     health = HealthProbe(f"http://127.0.0.1:{op.port}/healthz")
     lease = LeaseWatch(cluster, namespace=lease_namespace)
-    env = Env(cluster=cluster, operator=op, lease_namespace=lease_namespace, group=group, node=node,
-              tenant_namespace=tenant, health=health, lease=lease, pid=op.proc.pid)
+    env = Env(
+        cluster=cluster,
+        operator=op,
+        lease_namespace=lease_namespace,
+        group=group,
+        node=node,
+        tenant_namespace=tenant,
+        health=health,
+        lease=lease,
+        pid=op.proc.pid,
+    )
     health.start()
     lease.start()
     env.dir_recipe("hx-canary", GOOD_FILES)
@@ -342,8 +396,16 @@ def _stop(env: Env, session_operator: Operator) -> None:
                 stack.callback(stop)
         print(f"hostile suite: {env.summary()}; operator log {env.operator.log_path}")
         for name in env.recipe_configmaps:
-            cluster.kubectl("delete", "configmap", name, "-n", OPERATOR_NAMESPACE, "--ignore-not-found",
-                            "--wait=false", check=False)
+            cluster.kubectl(
+                "delete",
+                "configmap",
+                name,
+                "-n",
+                OPERATOR_NAMESPACE,
+                "--ignore-not-found",
+                "--wait=false",
+                check=False,
+            )
         for ns in (env.tenant_namespace, env.lease_namespace):
             cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
         cluster.kubectl("delete", "clusterrolebinding", env.lease_namespace, check=False)
@@ -361,7 +423,7 @@ def _later_hostile_modules(request: pytest.FixtureRequest) -> bool:
     items = request.session.items
     here = request.node.path
     last = max(i for i, item in enumerate(items) if item.path == here)
-    return any("hx" in getattr(item, "fixturenames", ()) for item in items[last + 1:])
+    return any("hx" in getattr(item, "fixturenames", ()) for item in items[last + 1 :])
 
 
 @pytest.fixture(scope="module", name="hx")

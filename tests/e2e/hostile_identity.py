@@ -26,29 +26,61 @@ def _ca_data(kubeconfig: Path) -> str:
 def service_account_kubeconfig(cluster: cluster_mod.Cluster, namespace: str, base: Path) -> Path:
     """A ServiceAccount with the Deployment's ClusterRole and a Lease Role; a kubeconfig with its token."""
     account = "sro-hostile"
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f",
-                    str(REPO / "manifests" / "rbac" / "manager_role.yaml"))
+    cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        str(REPO / "manifests" / "rbac" / "manager_role.yaml"),
+    )
     rbac = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": namespace},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sro-manager"},
-         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "leases", "namespace": namespace},
-         "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                    "verbs": ["get", "update", "create"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "leases", "namespace": namespace},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leases"},
-         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": namespace},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "sro-manager",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "leases", "namespace": namespace},
+            "rules": [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "verbs": ["get", "update", "create"],
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "leases", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "leases"},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
     ]
     cluster.kubectl("create", "-f", "-", input=yaml.safe_dump_all(rbac))
     token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=2h").stdout.strip()
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": cluster.server(),
-                                               "certificate-authority-data": _ca_data(cluster.kubeconfig)}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "sa",
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {
+                    "server": cluster.server(),
+                    "certificate-authority-data": _ca_data(cluster.kubeconfig),
+                },
+            }
+        ],
         "users": [{"name": account, "user": {"token": token}}],
         "contexts": [{"name": "sa", "context": {"cluster": "c", "user": account}}],
     }

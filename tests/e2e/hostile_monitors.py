@@ -53,8 +53,9 @@ class HealthProbe:
         self._thread = threading.Thread(target=self._run, name="healthz-probe", daemon=True)
 
     def start(self) -> None:
-        self._proc = subprocess.Popen([sys.executable, "-c", _PROBE, self.url, str(self.every)],
-                                      stdout=subprocess.PIPE, text=True)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _PROBE, self.url, str(self.every)], stdout=subprocess.PIPE, text=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -105,8 +106,18 @@ class LeaseWatch:
 
     def _run(self) -> None:
         template = '{.spec.renewTime} {.spec.holderIdentity}{"\\n"}'
-        command = [str(self.cluster.kubectl_path), f"--kubeconfig={self.cluster.kubeconfig}", "get", "lease",
-                   self.name, "-n", self.namespace, "-w", "-o", f"jsonpath={template}"]
+        command = [
+            str(self.cluster.kubectl_path),
+            f"--kubeconfig={self.cluster.kubeconfig}",
+            "get",
+            "lease",
+            self.name,
+            "-n",
+            self.namespace,
+            "-w",
+            "-o",
+            f"jsonpath={template}",
+        ]
         while not self._stop.is_set():  # a watch the server ends is opened again
             with subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True

@@ -35,7 +35,10 @@ def manifest(
         spec["set"] = dict(set_values)
     spec.update(extra_spec or {})
     return {
-        "apiVersion": "sro.dev/v1alpha1", "kind": "SpecialResource", "metadata": {"name": name}, "spec": spec
+        "apiVersion": "sro.dev/v1alpha1",
+        "kind": "SpecialResource",
+        "metadata": {"name": name},
+        "spec": spec,
     }
 
 
@@ -65,13 +68,20 @@ def condition(sr_status: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def delete(cluster: cluster_mod.Cluster, name: str, *, wait: bool = False) -> None:
-    cluster.kubectl("delete", "specialresource", name, "--ignore-not-found", f"--wait={str(wait).lower()}",
-                    check=False, timeout=180)
+    cluster.kubectl(
+        "delete",
+        "specialresource",
+        name,
+        "--ignore-not-found",
+        f"--wait={str(wait).lower()}",
+        check=False,
+        timeout=180,
+    )
 
 
-def owned(cluster: cluster_mod.Cluster, kind: str, sr_name: str, *, namespace: str | None = None) -> list[
-    dict[str, Any]
-]:
+def owned(
+    cluster: cluster_mod.Cluster, kind: str, sr_name: str, *, namespace: str | None = None
+) -> list[dict[str, Any]]:
     """Objects of ``kind`` labelled as owned by ``sr_name`` (all namespaces unless one is given)."""
     where = ["-n", namespace] if namespace else ["-A"]
     found = cluster.kubectl_json("get", kind, *where, "-l", f"{OWNER}={sr_name}")
@@ -107,6 +117,7 @@ def ready_condition(sr_status: Mapping[str, Any]) -> bool:
 
 async def wait_ready(cluster: cluster_mod.Cluster, name: str, *, within: float) -> dict[str, Any]:
     """Wait until the SpecialResource is Ready; returns its status."""
+
     def check() -> dict[str, Any] | None:
         found = status(cluster, name)
         return found if ready_condition(found) else None
@@ -121,6 +132,7 @@ async def wait_degraded(
     cluster: cluster_mod.Cluster, name: str, reason: str, *, within: float
 ) -> dict[str, Any]:
     """Wait until Degraded is True with ``reason``; returns the condition."""
+
     def check() -> dict[str, Any] | None:
         cond = condition(status(cluster, name), "Degraded")
         return cond if cond.get("status") == "True" and cond.get("reason") == reason else None
@@ -137,9 +149,7 @@ def printed_row(cluster: cluster_mod.Cluster, name: str) -> list[str]:
     return out.split()
 
 
-def pool_inventory(
-    group: str, pools: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
+def pool_inventory(group: str, pools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """An inventory whose pools all carry ``e2e.sro.dev/group: <group>`` and unique names."""
     out = []
     for i, pool in enumerate(pools):
@@ -155,8 +165,12 @@ def events(cluster: cluster_mod.Cluster, sr_name: str) -> list[dict[str, Any]]:
     """Events about the SpecialResource (events.k8s.io/v1, in ``default`` where sro posts them)."""
     found = cluster.kubectl_json("get", "events.v1.events.k8s.io", "-n", "default")
     items: list[dict[str, Any]] = found["items"]
-    return [e for e in items if (e.get("regarding") or {}).get("name") == sr_name
-            and (e.get("regarding") or {}).get("kind") == "SpecialResource"]
+    return [
+        e
+        for e in items
+        if (e.get("regarding") or {}).get("name") == sr_name
+        and (e.get("regarding") or {}).get("kind") == "SpecialResource"
+    ]
 
 
 def ds_state_map(cluster: cluster_mod.Cluster, sr_name: str) -> dict[str, str]:

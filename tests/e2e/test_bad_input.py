@@ -51,38 +51,55 @@ CASES: dict[str, tuple[dict[str, str], str, str]] = {
     # name: (files, reason, text the condition message must contain)
     "yaml-error": (
         {"state-config/configmap.yaml": CONFIGMAP.replace('"{{ set.greeting }}"', "[unclosed")},
-        "RecipeInvalid", "state-config/configmap.yaml:",
+        "RecipeInvalid",
+        "state-config/configmap.yaml:",
     ),
     "undefined-value": (
         {"state-config/configmap.yaml": CONFIGMAP.replace("set.greeting", "set.nowhere")},
-        "TemplateError", "state-config/configmap.yaml:6",
+        "TemplateError",
+        "state-config/configmap.yaml:6",
     ),
     "unknown-annotation": (
-        {"state-config/configmap.yaml": CONFIGMAP.replace(
-            "  name: greeting\n", '  name: greeting\n  annotations:\n    sro.dev/bogus: "true"\n')},
-        "RecipeInvalid", "state-config/configmap.yaml:",
+        {
+            "state-config/configmap.yaml": CONFIGMAP.replace(
+                "  name: greeting\n", '  name: greeting\n  annotations:\n    sro.dev/bogus: "true"\n'
+            )
+        },
+        "RecipeInvalid",
+        "state-config/configmap.yaml:",
     ),
     "cycle": (
-        {"recipe.yaml": CYCLE, "state-a/configmap.yaml": CONFIGMAP,
-         "state-b/configmap.yaml": CONFIGMAP.replace("greeting\n", "other\n", 1)},
-        "RecipeInvalid", "recipe.yaml:",
+        {
+            "recipe.yaml": CYCLE,
+            "state-a/configmap.yaml": CONFIGMAP,
+            "state-b/configmap.yaml": CONFIGMAP.replace("greeting\n", "other\n", 1),
+        },
+        "RecipeInvalid",
+        "recipe.yaml:",
     ),
     "unserved-kind": (
         {"state-config/widget.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"},
-        "RecipeInvalid", "state-config/widget.yaml:",
+        "RecipeInvalid",
+        "state-config/widget.yaml:",
     ),
     "node-document": (  # the recipe policy: a recipe may not force-apply a Node
         {"state-config/node.yaml": "apiVersion: v1\nkind: Node\nmetadata:\n  name: forged\n"},
-        "RecipeInvalid", "state-config/node.yaml:2",
+        "RecipeInvalid",
+        "state-config/node.yaml:2",
     ),
     "forged-owner-label": (
-        {"state-config/configmap.yaml": CONFIGMAP.replace(
-            "  name: greeting\n", "  name: greeting\n  labels:\n    sro.dev/owner: someone-else\n")},
-        "RecipeInvalid", "state-config/configmap.yaml:2",
+        {
+            "state-config/configmap.yaml": CONFIGMAP.replace(
+                "  name: greeting\n", "  name: greeting\n  labels:\n    sro.dev/owner: someone-else\n"
+            )
+        },
+        "RecipeInvalid",
+        "state-config/configmap.yaml:2",
     ),
     "refused-object": (
         {"state-config/configmap.yaml": CONFIGMAP.replace("  text:", "  bad key!:")},
-        "ApplyFailed", "state-config/configmap.yaml:1",
+        "ApplyFailed",
+        "state-config/configmap.yaml:1",
     ),
 }
 
@@ -119,8 +136,9 @@ async def test_a_bad_recipe_is_reported_with_its_reason_and_location_and_nothing
     made: Made, recipe_dir: Callable[..., Path], case: str
 ) -> None:
     overrides, reason, where = CASES[case]
-    group, _ = made.group("bad", [{"count": 1, "kernel": "5.15.0-105-generic",
-                                   "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    group, _ = made.group(
+        "bad", [{"count": 1, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}]
+    )
     recipe = unique(case)
     recipe_dir(recipe, _files(overrides))
     name = made.sr(srs.manifest(unique("bad"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
@@ -131,8 +149,9 @@ async def test_a_bad_recipe_is_reported_with_its_reason_and_location_and_nothing
 async def test_a_missing_recipe_is_reported_and_nothing_is_written(
     made: Made, recipe_dir: Callable[..., Path]
 ) -> None:
-    group, _ = made.group("bad", [{"count": 1, "kernel": "5.15.0-105-generic",
-                                   "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    group, _ = made.group(
+        "bad", [{"count": 1, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}]
+    )
     missing = unique("no-such-recipe")
     name = made.sr(srs.manifest(unique("bad"), recipe=missing, node_selector={srs.GROUP_LABEL: group}))
     await _check(made, name, group, "RecipeNotFound", missing)
@@ -145,13 +164,20 @@ SCHEMA = '{"type": "object", "additionalProperties": false, "properties": {"gree
 async def test_a_set_that_breaks_the_recipe_s_values_schema_is_recipe_invalid_naming_the_key(
     made: Made, recipe_dir: Callable[..., Path]
 ) -> None:
-    group, _ = made.group("bad", [{"count": 1, "kernel": "5.15.0-105-generic",
-                                   "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    group, _ = made.group(
+        "bad", [{"count": 1, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}]
+    )
     recipe = unique("schema")
     recipe_dir(recipe, {**_files({}), "values.schema.json": SCHEMA})
     typo = {"greetin": "hi"}
-    name = made.sr(srs.manifest(unique("bad"), recipe=recipe, node_selector={srs.GROUP_LABEL: group},
-                                set_values=typo))
-    await _check(made, name, group, "RecipeInvalid",
-                 f"values.schema.json: SpecialResource {name}: spec.set.greetin: unknown key")
+    name = made.sr(
+        srs.manifest(unique("bad"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}, set_values=typo)
+    )
+    await _check(
+        made,
+        name,
+        group,
+        "RecipeInvalid",
+        f"values.schema.json: SpecialResource {name}: spec.set.greetin: unknown key",
+    )
     await _others_still_served(made, group, recipe_dir)

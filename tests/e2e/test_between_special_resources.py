@@ -25,17 +25,26 @@ SIDE = "e2e.sro.dev/side"
 
 
 async def test_the_later_of_two_overlapping_special_resources_yields_the_shared_nodes(made: Made) -> None:
-    group, nodes = made.group("cnf", [
-        {"count": 1, "labels": {f"{SIDE}-a": "yes"}, **RHEL},
-        {"count": 1, "labels": {f"{SIDE}-a": "yes", f"{SIDE}-b": "yes"}, **RHEL},
-        {"count": 1, "labels": {f"{SIDE}-b": "yes"}, **RHEL},
-    ])
+    group, nodes = made.group(
+        "cnf",
+        [
+            {"count": 1, "labels": {f"{SIDE}-a": "yes"}, **RHEL},
+            {"count": 1, "labels": {f"{SIDE}-a": "yes", f"{SIDE}-b": "yes"}, **RHEL},
+            {"count": 1, "labels": {f"{SIDE}-b": "yes"}, **RHEL},
+        ],
+    )
     only_a, shared, only_b = (next(n for n in nodes if n.startswith(f"{group}-{i}-")) for i in range(3))
-    first = made.sr(srs.manifest(unique("first"), recipe="simple-kmod",
-                                 node_selector={srs.GROUP_LABEL: group, f"{SIDE}-a": "yes"}))
+    first = made.sr(
+        srs.manifest(
+            unique("first"), recipe="simple-kmod", node_selector={srs.GROUP_LABEL: group, f"{SIDE}-a": "yes"}
+        )
+    )
     await srs.wait_ready(made.cluster, first, within=120)
-    second = made.sr(srs.manifest(unique("second"), recipe="simple-kmod",
-                                  node_selector={srs.GROUP_LABEL: group, f"{SIDE}-b": "yes"}))
+    second = made.sr(
+        srs.manifest(
+            unique("second"), recipe="simple-kmod", node_selector={srs.GROUP_LABEL: group, f"{SIDE}-b": "yes"}
+        )
+    )
 
     cond = await srs.wait_degraded(made.cluster, second, "ConflictingNodeSelector", within=60)
     assert first in cond["message"] and shared in cond["message"], cond["message"]
@@ -44,8 +53,12 @@ async def test_the_later_of_two_overlapping_special_resources_yields_the_shared_
         by_name = {n["metadata"]["name"]: n for n in srs.nodes(made.cluster, {srs.GROUP_LABEL: group})}
         return srs.sr_labels(by_name[only_b], second).get(f"{second}.sro.dev/complete") == "true"
 
-    await waiting.wait_for(second_done_on_its_own_node, timeout=120, interval=0.5,
-                           message="the later SpecialResource completes on its own node")
+    await waiting.wait_for(
+        second_done_on_its_own_node,
+        timeout=120,
+        interval=0.5,
+        message="the later SpecialResource completes on its own node",
+    )
     by_name = {n["metadata"]["name"]: n for n in srs.nodes(made.cluster, {srs.GROUP_LABEL: group})}
     assert srs.sr_labels(by_name[shared], second) == {}
     assert srs.sr_labels(by_name[shared], first).get(f"{first}.sro.dev/complete") == "true"
@@ -70,8 +83,14 @@ async def test_a_missing_dependency_is_named_and_the_dependent_completes_once_it
     selector = {srs.GROUP_LABEL: group}
     base = unique("base")
     base_recipe = _copy_of_simple_kmod(recipe_dir, unique("kmod-base"))
-    dependent = made.sr(srs.manifest(unique("top"), recipe="simple-kmod", node_selector=selector,
-                                     extra_spec={"dependencies": [{"name": base}]}))
+    dependent = made.sr(
+        srs.manifest(
+            unique("top"),
+            recipe="simple-kmod",
+            node_selector=selector,
+            extra_spec={"dependencies": [{"name": base}]},
+        )
+    )
     cond = await srs.wait_degraded(made.cluster, dependent, "DependencyMissing", within=60)
     assert base in cond["message"], cond["message"]
     assert srs.pods(made.cluster, dependent) == [] or all(
@@ -87,10 +106,16 @@ async def test_two_special_resources_depending_on_each_other_are_both_a_cycle(ma
     group, _ = made.group("cyc", [{"count": 1, **RHEL}])
     one, two = unique("one"), unique("two")
     selector = {srs.GROUP_LABEL: group}
-    made.sr(srs.manifest(one, recipe="simple-kmod", node_selector=selector,
-                         extra_spec={"dependencies": [{"name": two}]}))
-    made.sr(srs.manifest(two, recipe="simple-kmod", node_selector=selector,
-                         extra_spec={"dependencies": [{"name": one}]}))
+    made.sr(
+        srs.manifest(
+            one, recipe="simple-kmod", node_selector=selector, extra_spec={"dependencies": [{"name": two}]}
+        )
+    )
+    made.sr(
+        srs.manifest(
+            two, recipe="simple-kmod", node_selector=selector, extra_spec={"dependencies": [{"name": one}]}
+        )
+    )
     for name in (one, two):
         cond = await srs.wait_degraded(made.cluster, name, "DependencyCycle", within=60)
         assert one in cond["message"] and two in cond["message"], cond["message"]

@@ -39,33 +39,53 @@ def _pod_uids_on(made: Made, namespace: str, node: str) -> set[str]:
 
 
 def _nodes_with_pods(made: Made, namespace: str) -> set[str]:
-    return {p["spec"].get("nodeName", "") for p in srs.pods(made.cluster, namespace)
-            if not p["metadata"].get("deletionTimestamp")}
+    return {
+        p["spec"].get("nodeName", "")
+        for p in srs.pods(made.cluster, namespace)
+        if not p["metadata"].get("deletionTimestamp")
+    }
 
 
 async def test_the_later_special_resource_yields_every_overlapping_node_and_keeps_its_own(made: Made) -> None:
-    group, nodes = made.group("ovl", [
-        {"count": 1, "labels": {f"{SIDE}-a": "yes"}, **RHEL},
-        {"count": 2, "labels": {f"{SIDE}-a": "yes", f"{SIDE}-b": "yes"}, **RHEL},
-        {"count": 1, "labels": {f"{SIDE}-b": "yes"}, **RHEL},
-    ])
+    group, nodes = made.group(
+        "ovl",
+        [
+            {"count": 1, "labels": {f"{SIDE}-a": "yes"}, **RHEL},
+            {"count": 2, "labels": {f"{SIDE}-a": "yes", f"{SIDE}-b": "yes"}, **RHEL},
+            {"count": 1, "labels": {f"{SIDE}-b": "yes"}, **RHEL},
+        ],
+    )
     pool = [sorted(n for n in nodes if n.startswith(f"{group}-{i}-")) for i in range(3)]
     (only_a,), shared, (only_b,) = pool
-    older = made.sr(srs.manifest(unique("a-older"), recipe="simple-kmod",
-                                 node_selector={srs.GROUP_LABEL: group, f"{SIDE}-a": "yes"}))
+    older = made.sr(
+        srs.manifest(
+            unique("a-older"),
+            recipe="simple-kmod",
+            node_selector={srs.GROUP_LABEL: group, f"{SIDE}-a": "yes"},
+        )
+    )
     await srs.wait_ready(made.cluster, older, within=180)
     before = {node: _pod_uids_on(made, older, node) for node in shared}
 
-    newer = made.sr(srs.manifest(unique("b-newer"), recipe="simple-kmod",
-                                 node_selector={srs.GROUP_LABEL: group, f"{SIDE}-b": "yes"}))
+    newer = made.sr(
+        srs.manifest(
+            unique("b-newer"),
+            recipe="simple-kmod",
+            node_selector={srs.GROUP_LABEL: group, f"{SIDE}-b": "yes"},
+        )
+    )
     cond = await srs.wait_degraded(made.cluster, newer, "ConflictingNodeSelector", within=90)
     assert older in cond["message"], cond["message"]
     for node in shared:
         assert node in cond["message"], cond["message"]
     assert only_a not in cond["message"] and only_b not in cond["message"], cond["message"]
 
-    await waiting.wait_for(lambda: _complete_on(made, newer, only_b), timeout=180, interval=0.5,
-                           message=f"{newer} completes on {only_b}, its own node")
+    await waiting.wait_for(
+        lambda: _complete_on(made, newer, only_b),
+        timeout=180,
+        interval=0.5,
+        message=f"{newer} completes on {only_b}, its own node",
+    )
     assert _nodes_with_pods(made, newer) == {only_b}
     for node in (only_a, *shared):
         assert srs.sr_labels(_node(made, node), newer) == {}, node
@@ -83,13 +103,23 @@ async def test_an_older_special_resource_edited_over_a_newer_ones_node_takes_it_
 ) -> None:
     group, nodes = made.group("edit", [{"count": 2, **RHEL}])
     first_node, second_node = nodes
-    older = made.sr(srs.manifest(unique("a-older"), recipe="simple-kmod",
-                                 node_selector={srs.GROUP_LABEL: group, HOSTNAME: first_node}))
+    older = made.sr(
+        srs.manifest(
+            unique("a-older"),
+            recipe="simple-kmod",
+            node_selector={srs.GROUP_LABEL: group, HOSTNAME: first_node},
+        )
+    )
     # Created once the older one is Ready: creation times (whole seconds) then differ, and
     # precedence does not fall back to names.
     await srs.wait_ready(made.cluster, older, within=180)
-    newer = made.sr(srs.manifest(unique("b-newer"), recipe="simple-kmod",
-                                 node_selector={srs.GROUP_LABEL: group, HOSTNAME: second_node}))
+    newer = made.sr(
+        srs.manifest(
+            unique("b-newer"),
+            recipe="simple-kmod",
+            node_selector={srs.GROUP_LABEL: group, HOSTNAME: second_node},
+        )
+    )
     await srs.wait_ready(made.cluster, newer, within=180)
     created = {n: srs.get(made.cluster, n)["metadata"]["creationTimestamp"] for n in (older, newer)}  # type: ignore[index]
     # Timestamps have whole seconds; on a tie the name decides, and the names sort the same way.
@@ -101,11 +131,17 @@ async def test_an_older_special_resource_edited_over_a_newer_ones_node_takes_it_
     made.cluster.kubectl("patch", "sr", older, "--type=merge", "-p", grow)
     cond = await srs.wait_degraded(made.cluster, newer, "ConflictingNodeSelector", within=90)
     assert older in cond["message"] and second_node in cond["message"], cond["message"]
-    await waiting.wait_for(lambda: _complete_on(made, older, second_node), timeout=180, interval=0.5,
-                           message=f"{older} completes on {second_node}")
+    await waiting.wait_for(
+        lambda: _complete_on(made, older, second_node),
+        timeout=180,
+        interval=0.5,
+        message=f"{older} completes on {second_node}",
+    )
     await waiting.wait_for(
         lambda: not srs.sr_labels(_node(made, second_node), newer) and not _nodes_with_pods(made, newer),
-        timeout=120, interval=0.5, message=f"everything of {newer} gone from {second_node}",
+        timeout=120,
+        interval=0.5,
+        message=f"everything of {newer} gone from {second_node}",
     )
     status = await srs.wait_ready(made.cluster, older, within=120)
     assert status["nodes"] == {"selected": 2, "complete": 2}
@@ -116,5 +152,9 @@ async def test_an_older_special_resource_edited_over_a_newer_ones_node_takes_it_
     status = await srs.wait_ready(made.cluster, newer, within=180)
     assert status["nodes"] == {"selected": 1, "complete": 1}
     assert srs.condition(status, "Degraded")["status"] == "False"
-    await waiting.wait_for(lambda: srs.sr_labels(_node(made, second_node), older) == {}, timeout=120,
-                           interval=0.5, message=f"{older}'s labels gone from {second_node}")
+    await waiting.wait_for(
+        lambda: srs.sr_labels(_node(made, second_node), older) == {},
+        timeout=120,
+        interval=0.5,
+        message=f"{older}'s labels gone from {second_node}",
+    )

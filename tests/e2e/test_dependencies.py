@@ -61,8 +61,14 @@ async def test_a_dependent_starts_on_each_node_only_after_its_dependency_complet
     group, nodes = made.group("dep", [{"count": 2, **RHEL}])
     selector = {srs.GROUP_LABEL: group}
     base = unique("base")
-    dependent = made.sr(srs.manifest(unique("top"), recipe="simple-kmod", node_selector=selector,
-                                     extra_spec={"dependencies": [{"name": base}]}))
+    dependent = made.sr(
+        srs.manifest(
+            unique("top"),
+            recipe="simple-kmod",
+            node_selector=selector,
+            extra_spec={"dependencies": [{"name": base}]},
+        )
+    )
     cond = await srs.wait_degraded(made.cluster, dependent, "DependencyMissing", within=90)
     assert base in cond["message"], cond["message"]
     for node in nodes:
@@ -93,12 +99,22 @@ async def test_a_dependency_that_skips_a_node_is_named_for_that_node_while_the_c
 ) -> None:
     group, nodes = made.group("skip", [{"count": 2, **RHEL}])
     covered, skipped = nodes
-    base = made.sr(srs.manifest(unique("base"), recipe=_kmod_copy(recipe_dir, unique("kmod-skip")),
-                                node_selector={srs.GROUP_LABEL: group, HOSTNAME: covered}))
+    base = made.sr(
+        srs.manifest(
+            unique("base"),
+            recipe=_kmod_copy(recipe_dir, unique("kmod-skip")),
+            node_selector={srs.GROUP_LABEL: group, HOSTNAME: covered},
+        )
+    )
     await srs.wait_ready(made.cluster, base, within=180)
-    dependent = made.sr(srs.manifest(unique("top"), recipe="simple-kmod",
-                                     node_selector={srs.GROUP_LABEL: group},
-                                     extra_spec={"dependencies": [{"name": base}]}))
+    dependent = made.sr(
+        srs.manifest(
+            unique("top"),
+            recipe="simple-kmod",
+            node_selector={srs.GROUP_LABEL: group},
+            extra_spec={"dependencies": [{"name": base}]},
+        )
+    )
 
     cond = await srs.wait_degraded(made.cluster, dependent, "DependencyMissing", within=90)
     assert base in cond["message"] and skipped in cond["message"], cond["message"]
@@ -107,8 +123,12 @@ async def test_a_dependency_that_skips_a_node_is_named_for_that_node_while_the_c
     def covered_node_complete() -> bool:
         return srs.sr_labels(_node(made, covered), dependent).get(f"{dependent}.sro.dev/complete") == "true"
 
-    await waiting.wait_for(covered_node_complete, timeout=180, interval=0.5,
-                           message=f"{dependent} completes on {covered}, which {base} covers")
+    await waiting.wait_for(
+        covered_node_complete,
+        timeout=180,
+        interval=0.5,
+        message=f"{dependent} completes on {covered}, which {base} covers",
+    )
     assert _pods_on(made, dependent, skipped) == [], f"{skipped} waits for {base}"
     assert srs.sr_labels(_node(made, skipped), dependent) == {}
     status = srs.status(made.cluster, dependent)
@@ -124,9 +144,14 @@ async def test_a_three_way_cycle_is_reported_on_every_member_and_breaking_it_let
     group, nodes = made.group("cycle", [{"count": 2, **RHEL}])
     names = [unique("cyc-a"), unique("cyc-b"), unique("cyc-c")]
     for i, name in enumerate(names):  # a -> b -> c -> a, on the same nodes, each its own recipe
-        made.sr(srs.manifest(name, recipe=_kmod_copy(recipe_dir, unique(f"kmod-cyc{i}")),
-                             node_selector={srs.GROUP_LABEL: group},
-                             extra_spec={"dependencies": [{"name": names[(i + 1) % 3]}]}))
+        made.sr(
+            srs.manifest(
+                name,
+                recipe=_kmod_copy(recipe_dir, unique(f"kmod-cyc{i}")),
+                node_selector={srs.GROUP_LABEL: group},
+                extra_spec={"dependencies": [{"name": names[(i + 1) % 3]}]},
+            )
+        )
     for name in names:
         cond = await srs.wait_degraded(made.cluster, name, "DependencyCycle", within=90)
         assert all(member in cond["message"] for member in names), cond["message"]

@@ -229,8 +229,14 @@ async def _upgrade(
                 if done
                 and not any(
                     counts.get(p)
-                    for p in ("pending", "cordoned", "waiting-for-jobs", "draining", "replacing",
-                              "validating")
+                    for p in (
+                        "pending",
+                        "cordoned",
+                        "waiting-for-jobs",
+                        "draining",
+                        "replacing",
+                        "validating",
+                    )
                 )
                 else None
             )
@@ -249,8 +255,10 @@ async def _upgrade(
     writes = audit.by_agent(audit.since(audit.read(made.cluster.audit_log), since), audit.SRO_AGENT_PREFIX)
     kinds = Counter(f"{w.verb} {w.resource}" for w in writes)
     print(f"sro's writes per upgraded node: {len(writes) / upgraded:.1f} ({dict(kinds.most_common(8))})")
-    print(f"upgraded {upgraded} nodes (budget {budget}, {PARALLEL} parallel): {took:.1f}s;"
-          f" peak down {watcher.peak}")
+    print(
+        f"upgraded {upgraded} nodes (budget {budget}, {PARALLEL} parallel): {took:.1f}s;"
+        f" peak down {watcher.peak}"
+    )
     if operator is not None and not kill_in:
         asked = _requests(operator) - asked
         total = sum(asked.values())

@@ -75,8 +75,12 @@ def operator_namespace(cluster: cluster_mod.Cluster) -> Iterator[str]:
 
 
 def _configmap(name: str, recipe: str, data: dict[str, str]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": {RECIPE_LABEL: recipe}}, "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {RECIPE_LABEL: recipe}},
+        "data": data,
+    }
 
 
 def _patch_data(made: Made, namespace: str, configmap: str, data: dict[str, str]) -> None:
@@ -92,8 +96,12 @@ def _image(made: Made, sr: str) -> str:
 
 
 async def _image_becomes(made: Made, sr: str, image: str) -> None:
-    await waiting.wait_for(lambda: _image(made, sr) == image, timeout=90, interval=0.5,
-                           message=f"the DaemonSet of {sr} runs {image}")
+    await waiting.wait_for(
+        lambda: _image(made, sr) == image,
+        timeout=90,
+        interval=0.5,
+        message=f"the DaemonSet of {sr} runs {image}",
+    )
 
 
 async def test_a_configmap_recipe_is_found_re_rendered_on_edit_and_never_silently_replaced_by_a_broken_one(
@@ -102,9 +110,17 @@ async def test_a_configmap_recipe_is_found_re_rendered_on_edit_and_never_silentl
     group, _ = made.group("cmrec", [{"count": 1, **RHEL}])
     recipe = unique("cm-recipe")
     configmap = f"{recipe}-v"
-    made.cluster.apply(_configmap(configmap, recipe, {
-        "recipe.yaml": RECIPE_YAML, "state-agent__daemonset.yaml": DAEMONSET,
-    }), namespace=operator_namespace)
+    made.cluster.apply(
+        _configmap(
+            configmap,
+            recipe,
+            {
+                "recipe.yaml": RECIPE_YAML,
+                "state-agent__daemonset.yaml": DAEMONSET,
+            },
+        ),
+        namespace=operator_namespace,
+    )
     starts = operator.starts
     try:
         name = made.sr(srs.manifest(unique("cmsr"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
@@ -126,8 +142,9 @@ async def test_a_configmap_recipe_is_found_re_rendered_on_edit_and_never_silentl
         assert _image(made, name) == "registry.example.com/dropin/agent:1.0-patched"
         assert operator.alive() and operator.starts == starts, "noticed without a restart"
     finally:
-        made.cluster.kubectl("delete", "configmap", configmap, "-n", operator_namespace, "--ignore-not-found",
-                             check=False)
+        made.cluster.kubectl(
+            "delete", "configmap", configmap, "-n", operator_namespace, "--ignore-not-found", check=False
+        )
 
 
 async def test_a_directory_recipe_is_found_re_rendered_on_edit_and_never_silently_replaced_by_a_broken_one(

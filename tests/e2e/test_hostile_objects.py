@@ -54,8 +54,11 @@ def rss_kib(pid: int) -> int:
 
 
 def cached(hx: Env, resource: str) -> float:
-    return sum(v for n, labels, v in hx.operator.metrics()
-               if n == "sro_cache_objects" and labels.get("resource") == resource)
+    return sum(
+        v
+        for n, labels, v in hx.operator.metrics()
+        if n == "sro_cache_objects" and labels.get("resource") == resource
+    )
 
 
 async def test_a_specialresource_nested_1100_deep_is_refused_and_its_fix_converges(hx: Env) -> None:
@@ -77,8 +80,11 @@ async def test_a_specialresource_nested_1100_deep_is_refused_and_its_fix_converg
 async def test_a_labelled_configmap_of_900_kib_on_one_line_is_neither_fatal_nor_adopted(hx: Env) -> None:
     before = cached(hx, "configmaps")
     hx.plant(hx.canary, data={"v": "x" * (900 * 1024)})
-    await waiting.wait_for(lambda: cached(hx, "configmaps") == before + 1, timeout=10,
-                           message="the operator's ConfigMap cache holds the big object")
+    await waiting.wait_for(
+        lambda: cached(hx, "configmaps") == before + 1,
+        timeout=10,
+        message="the operator's ConfigMap cache holds the big object",
+    )
     await hx.after_case()
 
 
@@ -89,8 +95,11 @@ async def test_a_labelled_tenant_object_survives_reconciles_and_teardown_unadopt
     planted = hx.plant(name, name="greeting")  # the very name the recipe makes, in a tenant's namespace
     await hx.ready(name)
     hx.patch_sr(name, {"spec": {"set": {"touch": "again"}}})
-    await waiting.wait_for(lambda: hx.status(name).get("observedGeneration") == 2,
-                           timeout=10, message="the change was reconciled")
+    await waiting.wait_for(
+        lambda: hx.status(name).get("observedGeneration") == 2,
+        timeout=10,
+        message="the change was reconciled",
+    )
     hx.untouched(planted)
 
     def said() -> list[dict[str, Any]]:
@@ -152,34 +161,55 @@ async def test_a_flood_of_labelled_foreign_configmaps_costs_bounded_memory(hx: E
     hx.cluster.kubectl("create", "namespace", flood)
     try:
         before_rss, before_cached = rss_kib(hx.pid), cached(hx, "configmaps")
-        items = [{"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": {"name": f"f-{i}", "namespace": flood, "labels": {srs.OWNER: hx.canary}},
-                  "data": {"v": "y" * FLOOD_BYTES}} for i in range(FLOOD)]
+        items = [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"f-{i}", "namespace": flood, "labels": {srs.OWNER: hx.canary}},
+                "data": {"v": "y" * FLOOD_BYTES},
+            }
+            for i in range(FLOOD)
+        ]
         kubectl = [str(hx.cluster.kubectl_path), f"--kubeconfig={hx.cluster.kubeconfig}", "create", "-f", "-"]
 
         async def create(part: list[dict[str, object]]) -> int:
             proc = await asyncio.create_subprocess_exec(
-                *kubectl, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL)
+                *kubectl, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL
+            )
             await proc.communicate(json.dumps({"apiVersion": "v1", "kind": "List", "items": part}).encode())
             return await proc.wait()
 
         # Four clients at once, as a busy tenant would.
         assert await asyncio.gather(*(create(items[i::4]) for i in range(4))) == [0, 0, 0, 0]
-        await waiting.wait_for(lambda: cached(hx, "configmaps") >= before_cached + FLOOD, timeout=30,
-                               message="the flood reached the operator's cache")
+        await waiting.wait_for(
+            lambda: cached(hx, "configmaps") >= before_cached + FLOOD,
+            timeout=30,
+            message="the flood reached the operator's cache",
+        )
         await hx.after_case()  # every flooded object woke the canary; it still answers in 10 s
         grown = rss_kib(hx.pid) - before_rss
         data = FLOOD * FLOOD_BYTES // 1024
         assert grown < 48 * 1024, f"the operator grew {grown} KiB for {data} KiB of data"
-        owners = hx.cluster.kubectl("get", "configmaps", "-n", flood, "-l", f"{srs.OWNER}={hx.canary}", "-o",
-                                    "jsonpath={.items[*].metadata.ownerReferences}").stdout
+        owners = hx.cluster.kubectl(
+            "get",
+            "configmaps",
+            "-n",
+            flood,
+            "-l",
+            f"{srs.OWNER}={hx.canary}",
+            "-o",
+            "jsonpath={.items[*].metadata.ownerReferences}",
+        ).stdout
         assert owners.strip() == "", "a flooded object was adopted"
         listed = hx.cluster.kubectl("get", "configmaps", "-n", flood, "-o", "name").stdout.split()
         assert len([c for c in listed if c.startswith("configmap/f-")]) == FLOOD, "a flooded one was deleted"
     finally:
         hx.cluster.kubectl("delete", "namespace", flood, "--wait=false", check=False)
-    await waiting.wait_for(lambda: cached(hx, "configmaps") <= before_cached, timeout=60,
-                           message="the flood left the operator's cache")
+    await waiting.wait_for(
+        lambda: cached(hx, "configmaps") <= before_cached,
+        timeout=60,
+        message="the flood left the operator's cache",
+    )
 
 
 @dataclass(frozen=True)
@@ -209,16 +239,32 @@ def held_in_the_operand_namespace(hx: Env) -> Iterator[Held]:
 def hold(hx: Env, owner: str, *, namespace: str) -> str:
     """A ConfigMap labelled as ``owner``'s, holding a finalizer of its own."""
     held = short("held")
-    body = {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": held, "namespace": namespace, "labels": {srs.OWNER: owner},
-                         "finalizers": ["example.com/hold"]}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": held,
+            "namespace": namespace,
+            "labels": {srs.OWNER: owner},
+            "finalizers": ["example.com/hold"],
+        },
+    }
     hx.cluster.kubectl("create", "-f", "-", input=json.dumps(body))
     return held
 
 
 def release(hx: Env, held: str, *, namespace: str) -> None:
-    hx.cluster.kubectl("patch", "configmap", held, "-n", namespace, "--type=merge", "-p",
-                       json.dumps({"metadata": {"finalizers": None}}), check=False)
+    hx.cluster.kubectl(
+        "patch",
+        "configmap",
+        held,
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"metadata": {"finalizers": None}}),
+        check=False,
+    )
     hx.cluster.kubectl("delete", "configmap", held, "-n", namespace, "--wait=false", check=False)
 
 
@@ -248,7 +294,11 @@ async def test_a_labelled_object_with_its_own_finalizer_in_the_operand_namespace
     # The operator waits a while for a namespace it is deleting (teardown.NAMESPACE_RELEASE).
     release_after = teardown.NAMESPACE_RELEASE.total_seconds()
     left = held.deleted_at + release_after + 30 - time.monotonic()
-    await waiting.wait_for(lambda: not hx.exists(held.sr), timeout=max(left, 5), interval=0.5,
-                           message=f"{held.sr} let go while its namespace is held")
+    await waiting.wait_for(
+        lambda: not hx.exists(held.sr),
+        timeout=max(left, 5),
+        interval=0.5,
+        message=f"{held.sr} let go while its namespace is held",
+    )
     assert_held_untouched(hx, held.configmap, namespace=held.sr)
     await hx.after_case()

@@ -71,33 +71,69 @@ MANY_STATES = {
     **{f"s{i}/configmap.yaml": GOOD_CONFIGMAP.replace("greeting", f"c{i}") for i in range(MANY)},
     "state-config/configmap.yaml": None,
 }
-EMPTY_SELECTOR = GOOD_FILES["recipe.yaml"].replace("nodeSelector:\n  kubernetes.io/os: linux\n",
-                                                   "nodeSelector: {}\n")
+EMPTY_SELECTOR = GOOD_FILES["recipe.yaml"].replace(
+    "nodeSelector:\n  kubernetes.io/os: linux\n", "nodeSelector: {}\n"
+)
 
 CASES = {
-    "a-node": Case({"state-config/node.yaml": NODE}, "RecipeInvalid", "state-config/node.yaml:2",
-                   "may not create Node objects", source="cm"),
-    "a-specialresource": Case({"state-config/sr.yaml": SR_DOC}, "RecipeInvalid", "state-config/sr.yaml:2",
-                              "may not create SpecialResource objects"),
-    "the-kube-system-namespace": Case({"state-config/ns.yaml": KUBE_SYSTEM}, "RecipeInvalid",
-                                      "state-config/ns.yaml:2", "may not create Namespace objects"),
-    "a-binding-to-a-foreign-subject": Case({"state-config/crb.yaml": BINDING}, "RecipeInvalid",
-                                           "state-config/crb.yaml:2", "recipe policy", source="cm"),
-    "a-reserved-label": Case({"state-config/configmap.yaml": RESERVED}, "RecipeInvalid",
-                             "state-config/configmap.yaml:2", "labels under sro.dev/"),
-    "an-object-in-another-namespace": Case({"state-config/configmap.yaml": ELSEWHERE}, "RecipeInvalid",
-                                           "state-config/configmap.yaml:5", "names namespace 'kube-system'"),
+    "a-node": Case(
+        {"state-config/node.yaml": NODE},
+        "RecipeInvalid",
+        "state-config/node.yaml:2",
+        "may not create Node objects",
+        source="cm",
+    ),
+    "a-specialresource": Case(
+        {"state-config/sr.yaml": SR_DOC},
+        "RecipeInvalid",
+        "state-config/sr.yaml:2",
+        "may not create SpecialResource objects",
+    ),
+    "the-kube-system-namespace": Case(
+        {"state-config/ns.yaml": KUBE_SYSTEM},
+        "RecipeInvalid",
+        "state-config/ns.yaml:2",
+        "may not create Namespace objects",
+    ),
+    "a-binding-to-a-foreign-subject": Case(
+        {"state-config/crb.yaml": BINDING},
+        "RecipeInvalid",
+        "state-config/crb.yaml:2",
+        "recipe policy",
+        source="cm",
+    ),
+    "a-reserved-label": Case(
+        {"state-config/configmap.yaml": RESERVED},
+        "RecipeInvalid",
+        "state-config/configmap.yaml:2",
+        "labels under sro.dev/",
+    ),
+    "an-object-in-another-namespace": Case(
+        {"state-config/configmap.yaml": ELSEWHERE},
+        "RecipeInvalid",
+        "state-config/configmap.yaml:5",
+        "names namespace 'kube-system'",
+    ),
     "a-kind-the-operator-may-not-list": Case(
-        {"recipe.yaml": TWO_STATES, "state-more/networkpolicy.yaml": NETWORK_POLICY}, "ApplyFailed",
-        "state-more/networkpolicy.yaml:1", 'cannot list resource "networkpolicies"', wrote=("state-config",)),
-    "a-kind-not-served": Case({"state-config/widget.yaml": WIDGET}, "RecipeInvalid",
-                              "state-config/widget.yaml:2", "not served"),
-    "more-states-than-the-status-holds": Case(MANY_STATES, "RecipeInvalid", "recipe.yaml:3",
-                                              f"{MANY} states, more than the 64"),
+        {"recipe.yaml": TWO_STATES, "state-more/networkpolicy.yaml": NETWORK_POLICY},
+        "ApplyFailed",
+        "state-more/networkpolicy.yaml:1",
+        'cannot list resource "networkpolicies"',
+        wrote=("state-config",),
+    ),
+    "a-kind-not-served": Case(
+        {"state-config/widget.yaml": WIDGET}, "RecipeInvalid", "state-config/widget.yaml:2", "not served"
+    ),
+    "more-states-than-the-status-holds": Case(
+        MANY_STATES, "RecipeInvalid", "recipe.yaml:3", f"{MANY} states, more than the 64"
+    ),
     "a-misspelt-field": Case(
-        {"recipe.yaml": TWO_STATES, "state-more/deployment.yaml": MISSPELT}, "ApplyFailed",
-        "state-more/deployment.yaml:1", "imagePullPolicyy: field not declared in schema",
-        wrote=("state-config",)),
+        {"recipe.yaml": TWO_STATES, "state-more/deployment.yaml": MISSPELT},
+        "ApplyFailed",
+        "state-more/deployment.yaml:1",
+        "imagePullPolicyy: field not declared in schema",
+        wrote=("state-config",),
+    ),
     "no-recipe-yaml": Case({"recipe.yaml": None}, "RecipeInvalid", "recipe.yaml", "recipe.yaml is missing"),
 }
 
@@ -116,8 +152,12 @@ async def test_a_recipe_asking_for_too_much_is_refused_with_the_reason_and_place
 
 async def test_the_crd_refuses_a_noexecute_taint_on_every_node(hx: Env) -> None:
     name = short("hx-evict")
-    body = srs.manifest(name, recipe="hx-canary", node_selector={},
-                        extra_spec={"taints": [{"key": "hx.sro.dev/evict", "effect": "NoExecute"}]})
+    body = srs.manifest(
+        name,
+        recipe="hx-canary",
+        node_selector={},
+        extra_spec={"taints": [{"key": "hx.sro.dev/evict", "effect": "NoExecute"}]},
+    )
     made = hx.cluster.kubectl("create", "-f", "-", input=json.dumps(body), check=False)
     assert made.returncode != 0 and "NoExecute taint with an empty nodeSelector" in made.stderr, made.stderr
     assert not hx.exists(name)
@@ -154,8 +194,9 @@ async def test_an_optional_object_of_an_unserved_kind_is_one_warning_event_per_g
     assert "skipped (optional)" in warnings()[0] and "state-config/widget.yaml:2" in warnings()[0], warnings()
     hx.cluster.kubectl("annotate", "sr", name, "hx.sro.dev/nudge=1")  # a pass of the same generation
     hx.patch_sr(name, {"spec": {"set": {"touch": "2"}}})
-    await waiting.wait_for(lambda: hx.status(name).get("observedGeneration") == 2, timeout=10,
-                           message="generation 2 reconciled")
+    await waiting.wait_for(
+        lambda: hx.status(name).get("observedGeneration") == 2, timeout=10, message="generation 2 reconciled"
+    )
     hx.cluster.kubectl("annotate", "sr", name, "hx.sro.dev/nudge=2", "--overwrite")
     await hx.after_case()
     await waiting.wait_for(lambda: len(warnings()) == 2, timeout=10, message="one more for generation 2")

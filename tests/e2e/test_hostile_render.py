@@ -43,14 +43,21 @@ CASES = {
     "a-million-bit-integer": budget("{{ (2**1000)**1000 }}", "16384 bits"),
     "nested-loops": budget(
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
-        "loops ran more than 1000000 times"),
+        "loops ran more than 1000000 times",
+    ),
     "lipsum": budget("{{ lipsum(10**6) }}", "lipsum"),
-    "doubling-lists": budget("{% set a = [1] %}" + "{% set a = [a, a] %}" * 40 + "{{ a == a }}",
-                             "prints to more than 8388608 bytes"),
+    "doubling-lists": budget(
+        "{% set a = [1] %}" + "{% set a = [a, a] %}" * 40 + "{{ a == a }}",
+        "prints to more than 8388608 bytes",
+    ),
     "doubling-strings": budget('{% set s = "x" %}' + "{% set s = s ~ s %}" * 40 + "{{ s }}", "bytes"),
     "a-billion-range": budget("{{ range(10**9)|list|length }}", "MAX_RANGE"),
-    "not-utf-8": Case({"state-config/configmap.yaml": GOOD_CONFIGMAP.encode() + b"  bad: \xff\xfe\n"},
-                      "RecipeInvalid", "state-config/configmap.yaml:7", "not UTF-8 text (byte 0xff)"),
+    "not-utf-8": Case(
+        {"state-config/configmap.yaml": GOOD_CONFIGMAP.encode() + b"  bad: \xff\xfe\n"},
+        "RecipeInvalid",
+        "state-config/configmap.yaml:7",
+        "not UTF-8 text (byte 0xff)",
+    ),
 }
 
 
@@ -79,28 +86,41 @@ async def test_a_file_that_is_not_utf8_breaks_only_its_own_specialresource(
     await hx.degraded(rival, "ConflictingNodeSelector")
     await check(hx, launched, "not-utf-8")
     hx.patch_sr(rival, {"spec": {"set": {"touch": "moved"}}})
-    await waiting.wait_for(lambda: hx.status(rival).get("observedGeneration") == 2, timeout=10,
-                           message="the losing SpecialResource reconciled its change")
+    await waiting.wait_for(
+        lambda: hx.status(rival).get("observedGeneration") == 2,
+        timeout=10,
+        message="the losing SpecialResource reconciled its change",
+    )
     assert srs.condition(hx.status(rival), "Degraded")["reason"] == "ConflictingNodeSelector"
     # Peers summarise every SpecialResource, the broken one's recipe included: still reconciling.
     hx.patch_sr(dependent, {"spec": {"set": {"touch": "moved"}}})
     await waiting.wait_for(
-        lambda: hx.cluster.kubectl_json("get", "configmap", "greeting", "-n", dependent)["data"]["touch"]
-        == "moved", timeout=10, message="the dependent SpecialResource applied its change")
+        lambda: (
+            hx.cluster.kubectl_json("get", "configmap", "greeting", "-n", dependent)["data"]["touch"]
+            == "moved"
+        ),
+        timeout=10,
+        message="the dependent SpecialResource applied its change",
+    )
     # A node change is still handled: a new node of the group is picked up by both.
     pool = short(hx.group)
     (extra,) = hx.cluster.add_nodes(srs.pool_inventory(hx.group, [{**UBUNTU, "name": pool, "prefix": pool}]))
     try:
+
         def both_on_two() -> bool:
-            return all((hx.status(n).get("nodes") or {}) == {"selected": 2, "complete": 2}
-                       for n in (base, dependent))
+            return all(
+                (hx.status(n).get("nodes") or {}) == {"selected": 2, "complete": 2} for n in (base, dependent)
+            )
 
         await waiting.wait_for(both_on_two, timeout=20, interval=0.5, message="the new node walked")
     finally:
         hx.cluster.delete_nodes([extra])
     await waiting.wait_for(
         lambda: all((hx.status(n).get("nodes") or {}).get("selected") == 1 for n in (base, dependent)),
-        timeout=20, interval=0.5, message="the removed node let go")
+        timeout=20,
+        interval=0.5,
+        message="the removed node let go",
+    )
     await hx.after_case()
 
 

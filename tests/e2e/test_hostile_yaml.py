@@ -38,26 +38,47 @@ RECIPE_TAIL = "states:\n  - name: state-config\n"
 
 BOMBS = {
     "billion-laughs-in-a-template": Case(
-        {"state-config/lol.yaml": BILLION_LAUGHS}, "RecipeInvalid", "state-config/lol.yaml:1",
-        "once its aliases are expanded"),
+        {"state-config/lol.yaml": BILLION_LAUGHS},
+        "RecipeInvalid",
+        "state-config/lol.yaml:1",
+        "once its aliases are expanded",
+    ),
     "billion-laughs-in-recipe-yaml-from-a-configmap": Case(
-        {"recipe.yaml": RECIPE_HEAD + LAUGHS + "\n" + RECIPE_TAIL}, "RecipeInvalid", "/recipe.yaml:1",
-        "once its aliases are expanded", source="cm"),
+        {"recipe.yaml": RECIPE_HEAD + LAUGHS + "\n" + RECIPE_TAIL},
+        "RecipeInvalid",
+        "/recipe.yaml:1",
+        "once its aliases are expanded",
+        source="cm",
+    ),
     "merge-key-bomb-in-a-template": Case(
-        {"state-config/merge.yaml": MERGE_BOMB}, "RecipeInvalid", "state-config/merge.yaml:1",
-        "merge keys (<<) are not supported"),
+        {"state-config/merge.yaml": MERGE_BOMB},
+        "RecipeInvalid",
+        "state-config/merge.yaml:1",
+        "merge keys (<<) are not supported",
+    ),
     "merge-key-bomb-in-recipe-yaml-from-a-configmap": Case(
-        {"recipe.yaml": RECIPE_HEAD + MERGE_BOMB.split("\ndata:\n")[1] + RECIPE_TAIL}, "RecipeInvalid",
-        "/recipe.yaml:7", "merge keys (<<) are not supported", source="cm"),
+        {"recipe.yaml": RECIPE_HEAD + MERGE_BOMB.split("\ndata:\n")[1] + RECIPE_TAIL},
+        "RecipeInvalid",
+        "/recipe.yaml:7",
+        "merge keys (<<) are not supported",
+        source="cm",
+    ),
     "nesting-5000-deep-in-a-template": Case(
-        {"state-config/deep.yaml": DEEP_DOCUMENT}, "RecipeInvalid", "state-config/deep.yaml:1",
-        "nested deeper than 100 levels"),
+        {"state-config/deep.yaml": DEEP_DOCUMENT},
+        "RecipeInvalid",
+        "state-config/deep.yaml:1",
+        "nested deeper than 100 levels",
+    ),
     "nesting-5000-deep-in-recipe-yaml-from-a-configmap": Case(
-        {"recipe.yaml": RECIPE_HEAD + f"  deep: {DEEP}\n" + RECIPE_TAIL}, "RecipeInvalid", "/recipe.yaml:6",
-        "nested deeper than 100 levels", source="cm"),
+        {"recipe.yaml": RECIPE_HEAD + f"  deep: {DEEP}\n" + RECIPE_TAIL},
+        "RecipeInvalid",
+        "/recipe.yaml:6",
+        "nested deeper than 100 levels",
+        source="cm",
+    ),
     "an-alias-inside-itself": Case(
-        {"state-config/loop.yaml": RECURSIVE}, "RecipeInvalid", "state-config/loop.yaml:1",
-        "contains itself"),
+        {"state-config/loop.yaml": RECURSIVE}, "RecipeInvalid", "state-config/loop.yaml:1", "contains itself"
+    ),
 }
 
 PASTED = """\
@@ -76,7 +97,7 @@ data:
     {{ set.v }}
 """
 VALUES = {
-    "quotes-and-backslashes": "it's \"quoted\" \\ back\\slash \\\"",
+    "quotes-and-backslashes": 'it\'s "quoted" \\ back\\slash \\"',
     "a-newline-and-a-second-document": 'hi"]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: stolen}',
     "flow-brackets": "]}, {evil: [1, 2]}, [",
     "anchors-aliases-tags-merge": "&anchor *alias !!python/object:os.system {<<: *anchor}",
@@ -115,8 +136,12 @@ async def test_a_set_value_pasted_into_a_template_stays_one_string(
     (made,) = hx.cluster.kubectl_json("get", "configmaps", "-n", name, "-l", f"sro.dev/owner={name}")["items"]
     assert made["metadata"]["name"] == "greeting"
     assert made["data"] == {
-        "touch": "0", "plain": value, "quoted": value, "single": value,
-        "mixed": f"prefix-{value}-suffix", "block": value + "\n",
+        "touch": "0",
+        "plain": value,
+        "quoted": value,
+        "single": value,
+        "mixed": f"prefix-{value}-suffix",
+        "block": value + "\n",
     }
     annotations = made["metadata"]["annotations"]
     assert annotations["hx.sro.dev/flow"] == value and annotations["hx.sro.dev/flow-plain"] == value

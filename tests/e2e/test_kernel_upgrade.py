@@ -52,8 +52,12 @@ async def test_nodes_moved_to_a_fifth_kernel_get_a_new_daemonset_and_walk_again(
     made.cluster.set_kernel(moved, NEW_KERNEL)
 
     wanted = {NEW_KERNEL, *(k for _, k, _, _ in KERNELS[1:])}
-    await waiting.wait_for(lambda: _kernels_of_daemonsets(made, name) == wanted, timeout=120, interval=0.5,
-                           message="a DaemonSet for the new kernel and none for the old one")
+    await waiting.wait_for(
+        lambda: _kernels_of_daemonsets(made, name) == wanted,
+        timeout=120,
+        interval=0.5,
+        message="a DaemonSet for the new kernel and none for the old one",
+    )
     status = await srs.wait_ready(made.cluster, name, within=180)
     assert {row["kernel"] for row in status["kernels"]} == wanted
     assert status["nodes"] == {"selected": 19, "complete": 19}

@@ -104,8 +104,12 @@ async def test_a_kernel_without_a_driver_image_keeps_its_nodes_progressing_with_
         nodes_done = (status.get("nodes") or {}).get("complete")
         return row if nodes_done == 2 and "ImagePullBackOff" in str(row.get("message")) else None
 
-    row = await waiting.wait_for(others_complete_and_reason_shown, timeout=120, interval=0.5,
-                                 message="the other nodes complete and ImagePullBackOff named")
+    row = await waiting.wait_for(
+        others_complete_and_reason_shown,
+        timeout=120,
+        interval=0.5,
+        message="the other nodes complete and ImagePullBackOff named",
+    )
     assert row["phase"] == "Progressing"
     assert any(n in str(row["message"]) for n in stuck), row["message"]
     for node in srs.nodes(made.cluster, {srs.GROUP_LABEL: group}):

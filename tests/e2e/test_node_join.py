@@ -17,8 +17,12 @@ from conftest import Made, unique
 pytestmark = pytest.mark.e2e
 
 KERNEL = "5.14.0-427.13.1.el9_4.x86_64"
-POOL = {"kernel": KERNEL, "os": {"id": "rhel", "versionId": "9.4"}, "pci": ["10de"],
-        "devices": {"nvidia.com/gpu": 8}}
+POOL = {
+    "kernel": KERNEL,
+    "os": {"id": "rhel", "versionId": "9.4"},
+    "pci": ["10de"],
+    "devices": {"nvidia.com/gpu": 8},
+}
 
 
 def _time(text: str) -> datetime:
@@ -40,11 +44,14 @@ async def test_a_joining_gpu_node_walks_the_states_in_order_and_the_others_are_u
     name = made.sr(srs.manifest(unique("join"), recipe="nvidia-gpu", node_selector=selector))
     await srs.wait_ready(made.cluster, name, within=240)
     before = {p["metadata"]["uid"] for p in srs.pods(made.cluster, name)}
-    generations = {d["metadata"]["name"]: d["metadata"]["generation"]
-                   for d in srs.owned(made.cluster, "daemonsets", name, namespace=name)}
+    generations = {
+        d["metadata"]["name"]: d["metadata"]["generation"]
+        for d in srs.owned(made.cluster, "daemonsets", name, namespace=name)
+    }
 
-    joined = made.cluster.add_nodes(srs.pool_inventory(group, [{"count": 1, "prefix": f"{group}-late",
-                                                                 "name": f"{group}-late", **POOL}]))
+    joined = made.cluster.add_nodes(
+        srs.pool_inventory(group, [{"count": 1, "prefix": f"{group}-late", "name": f"{group}-late", **POOL}])
+    )
     made.nodes.extend(joined)
     status = await srs.wait_ready(made.cluster, name, within=240)
     assert status["nodes"] == {"selected": 4, "complete": 4}
@@ -59,9 +66,16 @@ async def test_a_joining_gpu_node_walks_the_states_in_order_and_the_others_are_u
     assert _ready_since(new["state-device-plugin"][0]) <= _created(new["state-device-plugin-validation"][0])
     assert _created(new["state-device-plugin-validation"][0]) <= _created(new["state-monitoring"][0])
 
-    after_others = {p["metadata"]["uid"] for node, states in by_node.items() if node in first
-                    for pods in states.values() for p in pods}
+    after_others = {
+        p["metadata"]["uid"]
+        for node, states in by_node.items()
+        if node in first
+        for pods in states.values()
+        for p in pods
+    }
     assert after_others <= before, "the pods on the other nodes are the same pods"
     assert len(after_others) == len([p for p in before if p in after_others])
-    assert {d["metadata"]["name"]: d["metadata"]["generation"]
-            for d in srs.owned(made.cluster, "daemonsets", name, namespace=name)} == generations
+    assert {
+        d["metadata"]["name"]: d["metadata"]["generation"]
+        for d in srs.owned(made.cluster, "daemonsets", name, namespace=name)
+    } == generations

@@ -50,8 +50,13 @@ def _state_of(pod: dict[str, Any], ds_states: dict[str, str]) -> str:
 
 async def test_nvidia_gpu_walks_every_gpu_node_in_order_and_leaves_other_nodes_alone(made: Made) -> None:
     pools = [
-        {"count": n, "kernel": k, "os": {"id": os_id, "versionId": v}, "pci": ["10de"],
-         "devices": {"nvidia.com/gpu": 8}}
+        {
+            "count": n,
+            "kernel": k,
+            "os": {"id": os_id, "versionId": v},
+            "pci": ["10de"],
+            "devices": {"nvidia.com/gpu": 8},
+        }
         for n, k, os_id, v in GPU_POOLS
     ]
     cpu_pool = {"count": 10, "kernel": GPU_POOLS[0][1], "os": {"id": "rhel", "versionId": "9.4"}, "pci": []}

@@ -33,8 +33,12 @@ def _taint_keys(node: dict[str, object]) -> list[tuple[str, str]]:
 
 
 KERNEL = "5.14.0-427.13.1.el9_4.x86_64"
-GPU = {"kernel": KERNEL, "os": {"id": "rhel", "versionId": "9.4"}, "pci": ["10de"],
-       "devices": {"nvidia.com/gpu": 2}}
+GPU = {
+    "kernel": KERNEL,
+    "os": {"id": "rhel", "versionId": "9.4"},
+    "pci": ["10de"],
+    "devices": {"nvidia.com/gpu": 2},
+}
 CPU = {"kernel": KERNEL, "os": {"id": "rhel", "versionId": "9.4"}, "pci": []}
 SRO_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 # An administrator's taint with another key; PreferNoSchedule so sro's pods still run there.
@@ -47,7 +51,7 @@ def _taints(made: Made, node: str) -> list[dict[str, str]]:
 
 
 def _taint(made: Made, node: str, taint: dict[str, str]) -> None:
-    made.cluster.kubectl("taint", "node", node, f'{taint["key"]}={taint["value"]}:{taint["effect"]}')
+    made.cluster.kubectl("taint", "node", node, f"{taint['key']}={taint['value']}:{taint['effect']}")
 
 
 def _pod(name: str, *, node_selector: dict[str, str], gpus: int = 0) -> dict[str, Any]:
@@ -66,9 +70,13 @@ def _scheduling(made: Made, namespace: str, name: str) -> dict[str, Any]:
     pod = made.cluster.kubectl_json("get", "pod", name, "-n", namespace)
     conditions = pod["status"].get("conditions") or ()
     cond: dict[str, Any] = next((c for c in conditions if c["type"] == "PodScheduled"), {})
-    return {"node": pod["spec"].get("nodeName", ""), "status": cond.get("status", ""),
-            "reason": cond.get("reason", ""), "message": cond.get("message", ""),
-            "tolerations": pod["spec"].get("tolerations") or []}
+    return {
+        "node": pod["spec"].get("nodeName", ""),
+        "status": cond.get("status", ""),
+        "reason": cond.get("reason", ""),
+        "message": cond.get("message", ""),
+        "tolerations": pod["spec"].get("tolerations") or [],
+    }
 
 
 async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_and_leave_foreign_taints(
@@ -85,8 +93,14 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
 
     selector = {srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"}
     # No patience with lost labels: the node that leaves the selector below is let go at once.
-    name = made.sr(srs.manifest(unique("part"), recipe="nvidia-gpu", node_selector=selector,
-                                extra_spec={"taints": [SRO_TAINT], "nodeLossGracePeriodSeconds": 0}))
+    name = made.sr(
+        srs.manifest(
+            unique("part"),
+            recipe="nvidia-gpu",
+            node_selector=selector,
+            extra_spec={"taints": [SRO_TAINT], "nodeLossGracePeriodSeconds": 0},
+        )
+    )
     status = await srs.wait_ready(made.cluster, name, within=300)
     assert status["nodes"] == {"selected": 3, "complete": 3}
 
@@ -106,7 +120,8 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
     made.cluster.create(_pod("cpu-only", node_selector=on_gpu_nodes), namespace=namespace)
     repelled = await waiting.wait_for(
         lambda: (s := _scheduling(made, namespace, "cpu-only"))["reason"] == "Unschedulable" and s,
-        timeout=60, message="the CPU-only pod reported Unschedulable",
+        timeout=60,
+        message="the CPU-only pod reported Unschedulable",
     )
     assert repelled["node"] == ""
     assert "3 node(s) had untolerated taint" in repelled["message"], repelled
@@ -115,7 +130,8 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
     made.cluster.create(_pod("gpu-job", node_selector=on_gpu_nodes, gpus=1), namespace=namespace)
     landed = await waiting.wait_for(
         lambda: (s := _scheduling(made, namespace, "gpu-job"))["status"] == "True" and s,
-        timeout=60, message="the GPU pod scheduled",
+        timeout=60,
+        message="the GPU pod scheduled",
     )
     assert landed["node"] in gpu_nodes
     assert any(t.get("key") == "nvidia.com/gpu" for t in landed["tolerations"]), landed["tolerations"]
@@ -124,18 +140,21 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
     made.cluster.create(_pod("cpu-anywhere", node_selector={srs.GROUP_LABEL: group}), namespace=namespace)
     anywhere = await waiting.wait_for(
         lambda: (s := _scheduling(made, namespace, "cpu-anywhere"))["status"] == "True" and s,
-        timeout=60, message="the unconstrained CPU pod scheduled",
+        timeout=60,
+        message="the unconstrained CPU pod scheduled",
     )
     assert anywhere["node"] == cpu_node
 
     # The plain node leaves the selector: sro takes its taint off, and only there.
     made.cluster.kubectl("label", "node", plain, f"{srs.GPU_LABEL}=false", "--overwrite")
     await waiting.wait_for(
-        lambda: SRO_TAINT not in _taints(made, plain), timeout=90,
+        lambda: SRO_TAINT not in _taints(made, plain),
+        timeout=90,
         message=f"sro's taint removed from {plain}, which left the selector",
     )
     await waiting.wait_for(
-        lambda: srs.status(made.cluster, name).get("nodes", {}).get("selected") == 2, timeout=90,
+        lambda: srs.status(made.cluster, name).get("nodes", {}).get("selected") == 2,
+        timeout=90,
         message="the SpecialResource selects two nodes",
     )
     assert SRO_TAINT in _taints(made, preset)
@@ -144,8 +163,9 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
 
     # Deleting the SpecialResource removes the taint sro added, and nothing else.
     srs.delete(made.cluster, name)
-    await waiting.wait_for(lambda: srs.get(made.cluster, name) is None, timeout=180,
-                           message=f"SpecialResource {name} gone")
+    await waiting.wait_for(
+        lambda: srs.get(made.cluster, name) is None, timeout=180, message=f"SpecialResource {name} gone"
+    )
     assert SRO_TAINT not in _taints(made, foreign), "sro added it there: it goes"
     assert _taints(made, foreign) == [FOREIGN_TAINT], "the administrator's taint stays"
     assert _taints(made, preset) == [SRO_TAINT], "the taint that was there before sro stays"
@@ -161,11 +181,15 @@ async def test_taints_and_priority_classes_come_and_go_with_the_special_resource
     admins = next(n for n in nodes if n.startswith(f"{group}-1-"))
     pc_high, pc_low = unique("e2e-high"), unique("e2e-low")
     body = srs.manifest(
-        unique("part"), recipe="simple-kmod", node_selector={srs.GROUP_LABEL: group},
+        unique("part"),
+        recipe="simple-kmod",
+        node_selector={srs.GROUP_LABEL: group},
         extra_spec={
             "taints": [{"key": "e2e.sro.dev/kmod", "value": "present", "effect": "NoSchedule"}, admin_taint],
-            "priorityClasses": [{"name": pc_high, "value": 100000, "description": "high"},
-                                {"name": pc_low, "value": 10}],
+            "priorityClasses": [
+                {"name": pc_high, "value": 100000, "description": "high"},
+                {"name": pc_low, "value": 10},
+            ],
         },
     )
     name = made.sr(body)
@@ -180,8 +204,12 @@ async def test_taints_and_priority_classes_come_and_go_with_the_special_resource
     assert classes[pc_high]["value"] == 100000 and classes[pc_low]["value"] == 10
 
     srs.delete(made.cluster, name)
-    await waiting.wait_for(lambda: srs.get(made.cluster, name) is None, timeout=120, interval=0.5,
-                           message="the SpecialResource let go")
+    await waiting.wait_for(
+        lambda: srs.get(made.cluster, name) is None,
+        timeout=120,
+        interval=0.5,
+        message="the SpecialResource let go",
+    )
     for node in srs.nodes(made.cluster, {srs.GROUP_LABEL: group}):
         keys = _taint_keys(node)
         assert ("e2e.sro.dev/kmod", "present") not in keys

@@ -31,10 +31,23 @@ KERNEL = "5.14.0-427.13.1.el9_4.x86_64"
 GROUP = "podsecurity"
 INVENTORY = {
     "pools": [
-        {"name": "psa-gpu", "count": 2, "kernel": KERNEL, "os": {"id": "rhel", "versionId": "9.4"},
-         "pci": ["10de"], "devices": {"nvidia.com/gpu": 1}, "labels": {srs.GROUP_LABEL: GROUP}},
-        {"name": "psa-cpu", "count": 1, "kernel": KERNEL, "os": {"id": "rhel", "versionId": "9.4"},
-         "pci": [], "labels": {srs.GROUP_LABEL: GROUP}},
+        {
+            "name": "psa-gpu",
+            "count": 2,
+            "kernel": KERNEL,
+            "os": {"id": "rhel", "versionId": "9.4"},
+            "pci": ["10de"],
+            "devices": {"nvidia.com/gpu": 1},
+            "labels": {srs.GROUP_LABEL: GROUP},
+        },
+        {
+            "name": "psa-cpu",
+            "count": 1,
+            "kernel": KERNEL,
+            "os": {"id": "rhel", "versionId": "9.4"},
+            "pci": [],
+            "labels": {srs.GROUP_LABEL: GROUP},
+        },
     ]
 }
 
@@ -71,8 +84,11 @@ def _psa_labels(cluster: cluster_mod.Cluster, namespace: str) -> dict[str, str]:
 
 
 def _privileged(level: str) -> dict[str, str]:
-    return {f"{PSA}{mode}{suffix}": level if not suffix else "latest"
-            for mode in ("enforce", "audit", "warn") for suffix in ("", "-version")}
+    return {
+        f"{PSA}{mode}{suffix}": level if not suffix else "latest"
+        for mode in ("enforce", "audit", "warn")
+        for suffix in ("", "-version")
+    }
 
 
 def _states(status: dict[str, object]) -> dict[str, str]:
@@ -87,14 +103,22 @@ async def test_the_built_in_recipes_converge_where_restricted_is_enforced_by_def
     cluster, operator = restricted
     cluster.kubectl("create", "namespace", "psa-plain")
     refused = cluster.kubectl(
-        "run", "privileged", "-n", "psa-plain", "--image=example.com/x:1", "--dry-run=server",
-        "--overrides", json.dumps({"spec": {"hostPID": True}}), check=False,
+        "run",
+        "privileged",
+        "-n",
+        "psa-plain",
+        "--image=example.com/x:1",
+        "--dry-run=server",
+        "--overrides",
+        json.dumps({"spec": {"hostPID": True}}),
+        check=False,
     )
     assert refused.returncode != 0 and "violates PodSecurity" in refused.stderr, refused.stderr
 
     start = time.monotonic()
-    gpu = srs.manifest("psa-gpu", recipe="nvidia-gpu",
-                       node_selector={srs.GROUP_LABEL: GROUP, srs.GPU_LABEL: "true"})
+    gpu = srs.manifest(
+        "psa-gpu", recipe="nvidia-gpu", node_selector={srs.GROUP_LABEL: GROUP, srs.GPU_LABEL: "true"}
+    )
     kmod = srs.manifest("psa-kmod", recipe="simple-kmod", node_selector={"sim.sro.dev/pool": "psa-cpu"})
     srs.create(cluster, gpu)
     srs.create(cluster, kmod)
@@ -113,8 +137,11 @@ async def test_the_built_in_recipes_converge_where_restricted_is_enforced_by_def
     patch = json.dumps({"spec": {"podSecurity": {"warn": "restricted"}}})
     cluster.kubectl("patch", "sr", "psa-kmod", "--type=merge", "-p", patch)
     want = {**_privileged("privileged"), f"{PSA}warn": "restricted"}
-    await waiting.wait_for(lambda: _psa_labels(cluster, "psa-kmod") == want, timeout=30,
-                           message="the namespace relabelled as spec.podSecurity says")
+    await waiting.wait_for(
+        lambda: _psa_labels(cluster, "psa-kmod") == want,
+        timeout=30,
+        message="the namespace relabelled as spec.podSecurity says",
+    )
     assert operator.alive()
 
 
@@ -125,10 +152,13 @@ async def test_a_namespace_sro_did_not_create_is_refused_and_never_relabelled(
     cluster.kubectl("create", "namespace", "psa-taken")
     cluster.kubectl("label", "namespace", "psa-taken", f"{PSA}enforce=baseline")
     before = _psa_labels(cluster, "psa-taken")
-    body = srs.manifest("psa-taken", recipe="simple-kmod", node_selector={"sim.sro.dev/pool": "psa-cpu"},
-                        extra_spec={"namespace": "psa-taken"})
+    body = srs.manifest(
+        "psa-taken",
+        recipe="simple-kmod",
+        node_selector={"sim.sro.dev/pool": "psa-cpu"},
+        extra_spec={"namespace": "psa-taken"},
+    )
     srs.create(cluster, body)
     await srs.wait_degraded(cluster, "psa-taken", "NamespaceInUse", within=30)
     assert _psa_labels(cluster, "psa-taken") == before
     assert cluster.kubectl_json("get", "daemonsets", "-n", "psa-taken")["items"] == []
-

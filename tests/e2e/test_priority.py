@@ -21,8 +21,12 @@ from support import waiting
 
 pytestmark = pytest.mark.e2e
 
-ONE_GPU = {"kernel": "5.14.0-427.13.1.el9_4.x86_64", "os": {"id": "rhel", "versionId": "9.4"},
-           "pci": ["10de"], "devices": {"nvidia.com/gpu": 1}}
+ONE_GPU = {
+    "kernel": "5.14.0-427.13.1.el9_4.x86_64",
+    "os": {"id": "rhel", "versionId": "9.4"},
+    "pci": ["10de"],
+    "devices": {"nvidia.com/gpu": 1},
+}
 
 
 def _gpu_pod(name: str, *, priority_class: str, node_selector: dict[str, str]) -> dict[str, Any]:
@@ -34,8 +38,13 @@ def _gpu_pod(name: str, *, priority_class: str, node_selector: dict[str, str]) -
             "priorityClassName": priority_class,
             "nodeSelector": node_selector,
             "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "train", "image": "registry.example.com/train:1",
-                            "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "registry.example.com/train:1",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ],
         },
     }
 
@@ -62,14 +71,19 @@ async def test_priority_classes_are_owned_by_the_special_resource_and_high_prior
     group, nodes = made.group("prio", [{"count": 1, **ONE_GPU}])
     node = nodes[0]
     high, low = unique("gpu-high"), unique("gpu-low")
-    name = made.sr(srs.manifest(
-        unique("prio"), recipe="nvidia-gpu",
-        node_selector={srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"},
-        extra_spec={"priorityClasses": [
-            {"name": high, "value": 1000000, "description": "GPU work that may preempt"},
-            {"name": low, "value": 100, "description": "preemptible GPU work"},
-        ]},
-    ))
+    name = made.sr(
+        srs.manifest(
+            unique("prio"),
+            recipe="nvidia-gpu",
+            node_selector={srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"},
+            extra_spec={
+                "priorityClasses": [
+                    {"name": high, "value": 1000000, "description": "GPU work that may preempt"},
+                    {"name": low, "value": 100, "description": "preemptible GPU work"},
+                ]
+            },
+        )
+    )
     await srs.wait_ready(made.cluster, name, within=300)
 
     sr_uid = srs.get(made.cluster, name)["metadata"]["uid"]  # type: ignore[index]
@@ -88,14 +102,20 @@ async def test_priority_classes_are_owned_by_the_special_resource_and_high_prior
     # The node's only GPU goes to low-priority work...
     here = {srs.GROUP_LABEL: group}
     made.cluster.create(_gpu_pod("low-work", priority_class=low, node_selector=here), namespace=namespace)
-    await waiting.wait_for(lambda: _ready_on(_pod(made, namespace, "low-work")) == node, timeout=60,
-                           message="the low-priority GPU pod runs on the node")
+    await waiting.wait_for(
+        lambda: _ready_on(_pod(made, namespace, "low-work")) == node,
+        timeout=60,
+        message="the low-priority GPU pod runs on the node",
+    )
     low_uid = _pod(made, namespace, "low-work")["metadata"]["uid"]  # type: ignore[index]
 
     # ...until high-priority work asks for it: the scheduler evicts the low pod for it.
     made.cluster.create(_gpu_pod("high-work", priority_class=high, node_selector=here), namespace=namespace)
-    await waiting.wait_for(lambda: _ready_on(_pod(made, namespace, "high-work")) == node, timeout=120,
-                           message="the high-priority GPU pod runs on the node")
+    await waiting.wait_for(
+        lambda: _ready_on(_pod(made, namespace, "high-work")) == node,
+        timeout=120,
+        message="the high-priority GPU pod runs on the node",
+    )
     # The node has one GPU, so the high pod runs only because the low one was preempted.
     victim = _pod(made, namespace, "low-work")
     assert victim is None or victim["metadata"]["uid"] != low_uid or _ready_on(victim) == "", victim
@@ -104,8 +124,9 @@ async def test_priority_classes_are_owned_by_the_special_resource_and_high_prior
 
     # The classes go with the SpecialResource.
     srs.delete(made.cluster, name)
-    await waiting.wait_for(lambda: srs.get(made.cluster, name) is None, timeout=180,
-                           message=f"SpecialResource {name} gone")
+    await waiting.wait_for(
+        lambda: srs.get(made.cluster, name) is None, timeout=180, message=f"SpecialResource {name} gone"
+    )
     for class_name in (high, low):
         gone = made.cluster.kubectl("get", "priorityclass", class_name, check=False).returncode != 0
         assert gone, class_name

@@ -155,8 +155,9 @@ async def test_proxy_settings_reach_every_container_of_annotated_objects_and_no_
         for container in containers:
             env = _env(container)
             assert {k: env.get(k) for k in EXPECTED} == EXPECTED, (pod["metadata"]["name"], container["name"])
-        assert {c["name"] for c in containers} >= ({"download", "main", "sidecar"} if pod in fetchers
-                                                   else {"check"})
+        assert {c["name"] for c in containers} >= (
+            {"download", "main", "sidecar"} if pod in fetchers else {"check"}
+        )
     for pod in fetchers:
         main = next(c for c in pod["spec"]["containers"] if c["name"] == "main")
         names = [e["name"] for e in main["env"]]

@@ -44,7 +44,8 @@ def recipe_configmap(cluster: cluster_mod.Cluster, operator: Operator) -> Iterat
     name = unique("cm-recipe")
     cluster.kubectl("create", "namespace", OPERATOR_NAMESPACE, check=False)
     body = {
-        "apiVersion": "v1", "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE, "labels": {"sro.dev/recipe": name}},
         "data": {"recipe.yaml": RECIPE, "state-config__configmap.yaml": CONFIGMAP},
     }
@@ -52,15 +53,17 @@ def recipe_configmap(cluster: cluster_mod.Cluster, operator: Operator) -> Iterat
     try:
         yield name
     finally:
-        cluster.kubectl("delete", "configmap", name, "-n", OPERATOR_NAMESPACE, "--ignore-not-found",
-                        check=False)
+        cluster.kubectl(
+            "delete", "configmap", name, "-n", OPERATOR_NAMESPACE, "--ignore-not-found", check=False
+        )
 
 
 async def test_a_configmap_recipe_is_used_and_its_edits_are_noticed(
     made: Made, recipe_configmap: str
 ) -> None:
-    group, _ = made.group("cmr", [{"count": 1, "kernel": "5.15.0-105-generic",
-                                   "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    group, _ = made.group(
+        "cmr", [{"count": 1, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}]
+    )
     selector = {srs.GROUP_LABEL: group}
     name = made.sr(srs.manifest(unique("cmr"), recipe=recipe_configmap, node_selector=selector))
     status = await srs.wait_ready(made.cluster, name, within=60)
@@ -72,7 +75,19 @@ async def test_a_configmap_recipe_is_used_and_its_edits_are_noticed(
 
     assert text() == "hello from a ConfigMap recipe"
     patch = {"data": {"recipe.yaml": RECIPE.replace("greeting: hello", "greeting: bonjour")}}
-    made.cluster.kubectl("patch", "configmap", recipe_configmap, "-n", OPERATOR_NAMESPACE, "--type=merge",
-                         "-p", json.dumps(patch))
-    await waiting.wait_for(lambda: text() == "bonjour from a ConfigMap recipe", timeout=60, interval=0.5,
-                           message="the edited recipe applied")
+    made.cluster.kubectl(
+        "patch",
+        "configmap",
+        recipe_configmap,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--type=merge",
+        "-p",
+        json.dumps(patch),
+    )
+    await waiting.wait_for(
+        lambda: text() == "bonjour from a ConfigMap recipe",
+        timeout=60,
+        interval=0.5,
+        message="the edited recipe applied",
+    )

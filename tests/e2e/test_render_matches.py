@@ -40,7 +40,10 @@ def _contains(live: Any, want: Any, path: str = "") -> list[str]:
 def _render(recipe: Path, sr_file: Path, nodes_file: Path) -> list[dict[str, Any]]:
     out = subprocess.run(
         [str(SRO), "render", "--recipe", str(recipe), "--sr", str(sr_file), "--nodes", str(nodes_file)],
-        capture_output=True, text=True, check=True, cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
     ).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 
@@ -48,10 +51,13 @@ def _render(recipe: Path, sr_file: Path, nodes_file: Path) -> list[dict[str, Any
 async def test_sro_render_of_the_same_inputs_equals_what_the_reconcile_applied(
     made: Made, tmp_path: Path
 ) -> None:
-    group, _ = made.group("rnd", [
-        {"count": 2, "kernel": "5.14.0-427.13.1.el9_4.x86_64", "os": {"id": "rhel", "versionId": "9.4"}},
-        {"count": 2, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}},
-    ])
+    group, _ = made.group(
+        "rnd",
+        [
+            {"count": 2, "kernel": "5.14.0-427.13.1.el9_4.x86_64", "os": {"id": "rhel", "versionId": "9.4"}},
+            {"count": 2, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}},
+        ],
+    )
     sr_name = unique("rnd")
     priority = {"name": f"{sr_name}-high", "value": 1000, "description": "rendered and applied alike"}
     body = srs.manifest(
@@ -64,8 +70,9 @@ async def test_sro_render_of_the_same_inputs_equals_what_the_reconcile_applied(
     await srs.wait_ready(made.cluster, name, within=180)
 
     nodes_file = tmp_path / "nodes.yaml"
-    nodes_file.write_text(made.cluster.kubectl("get", "nodes", "-l", f"{srs.GROUP_LABEL}={group}",
-                                               "-o", "yaml").stdout)
+    nodes_file.write_text(
+        made.cluster.kubectl("get", "nodes", "-l", f"{srs.GROUP_LABEL}={group}", "-o", "yaml").stdout
+    )
     sr_file = tmp_path / "sr.yaml"
     sr_file.write_text(yaml.safe_dump(body))
     rendered = _render(REPO / "assets" / "simple-kmod", sr_file, nodes_file)
@@ -75,8 +82,12 @@ async def test_sro_render_of_the_same_inputs_equals_what_the_reconcile_applied(
     live = {
         (o["kind"], o["metadata"]["name"]): o
         for resource in kinds.values()
-        for o in (dict(x, kind=k) for k, r in kinds.items() if r == resource
-                  for x in srs.owned(made.cluster, resource, name, namespace=name))
+        for o in (
+            dict(x, kind=k)
+            for k, r in kinds.items()
+            if r == resource
+            for x in srs.owned(made.cluster, resource, name, namespace=name)
+        )
     }
     live.update(
         (("PriorityClass", o["metadata"]["name"]), dict(o, kind="PriorityClass"))
@@ -84,7 +95,8 @@ async def test_sro_render_of_the_same_inputs_equals_what_the_reconcile_applied(
     )
     assert ("PriorityClass", priority["name"]) in live
     live = {  # a DaemonSet's pods are the DaemonSet's, not the operator's
-        key: o for key, o in live.items()
+        key: o
+        for key, o in live.items()
         if not any(r.get("kind") == "DaemonSet" for r in o["metadata"].get("ownerReferences") or ())
     }
     assert {(d["kind"], d["metadata"]["name"]) for d in rendered} == set(live)

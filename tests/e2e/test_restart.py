@@ -31,16 +31,18 @@ pytestmark = pytest.mark.e2e
 async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
     made: Made, operator: Operator
 ) -> None:
-    group, _ = made.group("rst", [{"count": 3, "kernel": "5.15.0-105-generic",
-                                   "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    group, _ = made.group(
+        "rst", [{"count": 3, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}]
+    )
     name = made.sr(srs.manifest(unique("rst"), recipe="simple-kmod", node_selector={srs.GROUP_LABEL: group}))
     await srs.wait_ready(made.cluster, name, within=180)
     before = srs.get(made.cluster, name)
     assert before is not None
 
     operator.restart()
-    await waiting.wait_for(operator.idle, timeout=60, interval=0.5,
-                           message="the restarted operator reconciled everything")
+    await waiting.wait_for(
+        operator.idle, timeout=60, interval=0.5, message="the restarted operator reconciled everything"
+    )
     requests = [m for m in operator.metrics() if m[0] == "sro_api_requests_total" and m[2]]
     assert operator.writes() == 0, requests
     after = srs.get(made.cluster, name)
@@ -57,8 +59,12 @@ async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
             if n == "sro_specialresource_state_nodes" and labels.get("name") == name
         }
 
-    await waiting.wait_for(lambda: len(state_nodes()) == 4 * len(states), timeout=30, interval=0.5,
-                           message="the per-state node gauge of the SpecialResource")
+    await waiting.wait_for(
+        lambda: len(state_nodes()) == 4 * len(states),
+        timeout=30,
+        interval=0.5,
+        message="the per-state node gauge of the SpecialResource",
+    )
     counts = state_nodes()
     assert {s: counts[(s, "Complete")] for s in states} == dict.fromkeys(states, 3.0), counts
     assert sum(counts.values()) == 3 * len(states), counts
@@ -69,8 +75,9 @@ async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
 async def test_a_restart_and_an_edit_of_fields_outside_the_pod_templates_delete_no_pod(
     made: Made, operator: Operator
 ) -> None:
-    group, _ = made.group("nodel", [{"count": 3, "kernel": "5.15.0-105-generic",
-                                     "os": {"id": "ubuntu", "versionId": "22.04"}}])
+    group, _ = made.group(
+        "nodel", [{"count": 3, "kernel": "5.15.0-105-generic", "os": {"id": "ubuntu", "versionId": "22.04"}}]
+    )
     body = srs.manifest(unique("nodel"), recipe="simple-kmod", node_selector={srs.GROUP_LABEL: group})
     name = made.sr(body)
     await srs.wait_ready(made.cluster, name, within=180)
@@ -82,13 +89,20 @@ async def test_a_restart_and_an_edit_of_fields_outside_the_pod_templates_delete_
     operator.extra_args = (*defaults, "--image", "registry.example/sro/sro:9.9.9")
     try:
         operator.restart()
-        await waiting.wait_for(operator.idle, timeout=60, interval=0.5,
-                               message="the restarted operator reconciled everything")
+        await waiting.wait_for(
+            operator.idle, timeout=60, interval=0.5, message="the restarted operator reconciled everything"
+        )
     finally:
         operator.extra_args = defaults
     # Fields no pod template is rendered from: the upgrade policy, and a label.
-    made.cluster.kubectl("patch", "sr", name, "--type=merge", "-p", json.dumps(
-        {"metadata": {"labels": {"team": "gpu"}}, "spec": {"upgradePolicy": {"maxParallel": 3}}}))
+    made.cluster.kubectl(
+        "patch",
+        "sr",
+        name,
+        "--type=merge",
+        "-p",
+        json.dumps({"metadata": {"labels": {"team": "gpu"}}, "spec": {"upgradePolicy": {"maxParallel": 3}}}),
+    )
     edited = (srs.get(made.cluster, name) or {})["metadata"]["generation"]
 
     def reconciled() -> bool | None:

@@ -173,7 +173,6 @@ async def _create_many(
     await asyncio.gather(*(one(n) for n in names))
 
 
-
 def paged_reflector(
     api: Any, resource: Any, s: Any, rec: Any, *, metrics: Any, namespace: str
 ) -> reflector.Reflector[projections.ObjectView]:
@@ -188,6 +187,7 @@ def paged_reflector(
         namespace=namespace,
         label_selector="sro.dev/owner",
     )
+
 
 async def test_a_paged_relist_of_many_objects_ends_equal_to_a_fresh_list(
     cluster: Any, namespace: str

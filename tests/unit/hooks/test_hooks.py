@@ -257,7 +257,14 @@ def test_every_registered_hook_with_an_annotation_is_unique() -> None:
     keys = [h.annotation for h in registry.HOOKS if h.annotation]
     assert len(keys) == len(set(keys))
     assert set(keys) == {
-        "builds", "build-from", "kernel-affine", "upgrade", "per-node", "optional", "proxy", "pin-digest",
+        "builds",
+        "build-from",
+        "kernel-affine",
+        "upgrade",
+        "per-node",
+        "optional",
+        "proxy",
+        "pin-digest",
         "wait",
         "wait-for-logs",
     }
