@@ -166,7 +166,11 @@ class Writer:
         return answer
 
     async def patch_node(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch of Node ``name`` (a stale ``resourceVersion`` in it: ``Conflict``)."""
+        """A JSON merge patch of Node ``name`` (a stale ``resourceVersion`` in it: ``Conflict``).
+
+        The answer is the node's metadata only (``http.METADATA``): its labels and
+        resourceVersion are all a caller reads, and a node's status, sent back for each of
+        the thousands of label patches a converging fleet takes, is most of its size."""
         self._fenced(f"patch node {name}")
         answer = await self._api.request(
             "PATCH",
@@ -175,6 +179,7 @@ class Writer:
             content_type=http.MERGE_PATCH,
             resource="nodes",
             guard=self._guard(f"patch node {name}"),
+            accept=http.METADATA,
         )
         self._note("v1", "Node", answer)
         return answer

@@ -81,7 +81,7 @@ class Writer(Protocol):
         ...
 
     async def patch_node(self, name: str, patch: Mapping[str, Any]) -> Mapping[str, Any]:
-        """A JSON merge patch of a Node."""
+        """A JSON merge patch of a Node; the answer holds its metadata (maybe only that)."""
         ...
 
     async def post_event(self, body: Mapping[str, Any]) -> Mapping[str, Any]:

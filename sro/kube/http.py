@@ -45,6 +45,9 @@ MERGE_PATCH = "application/merge-patch+json"
 METADATA_LIST = f"{JSON};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,{JSON}"
 """A list answered with each item's metadata only (what ``kubectl get -o name`` asks for);
 a server that cannot answers plain JSON."""
+METADATA = f"{JSON};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,{JSON}"
+"""One object answered with its metadata only (any verb that returns the object: a PATCH
+too); a server that cannot answers plain JSON."""
 APPLY_PATCH = "application/apply-patch+yaml"
 
 # Longest error body read into memory; the message keeps far less (sro.kube.errors).
@@ -211,7 +214,7 @@ class Api:
         signal). ``guard`` is called immediately before every attempt is sent and may raise to stop
         (a write fenced by the lease: a retry that comes after a long Retry-After must not
         go out once the lease is gone). ``accept`` asks for another JSON form of the answer
-        (``METADATA_LIST``: metadata only).
+        (``METADATA``, ``METADATA_LIST``: metadata only).
         """
 
         async def send() -> bytes:

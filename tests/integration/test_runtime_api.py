@@ -82,6 +82,25 @@ async def test_answers_become_typed_errors(cluster: Any, namespace: str) -> None
         assert not await writer.delete(missing), "deleting a missing object is not an error"
 
 
+async def test_a_node_patch_answers_with_the_nodes_metadata_only(cluster: Any) -> None:
+    """What a label patch returns is what ``node_writes`` reads (labels, resourceVersion),
+    without the node's spec and status."""
+    async with await http.Api.connect(api_settings(cluster)) as api:
+        writer = ssa.Writer(api=api, discovery=discovery.Discovery(api))
+        listed = await api.request("GET", "/api/v1/nodes", params={"limit": "1"})
+        name = listed["items"][0]["metadata"]["name"]
+        key = f"test.sro.dev/patched-{uuid.uuid4().hex[:8]}"
+        try:
+            answer = await writer.patch_node(name, {"metadata": {"labels": {key: "yes"}}})
+            assert answer["kind"] == "PartialObjectMetadata"
+            assert "status" not in answer and "spec" not in answer
+            assert answer["metadata"]["name"] == name and answer["metadata"]["labels"][key] == "yes"
+            assert writer.written_version("v1", "Node") == int(answer["metadata"]["resourceVersion"])
+        finally:
+            removed = await writer.patch_node(name, {"metadata": {"labels": {key: None}}})
+        assert key not in removed["metadata"]["labels"]
+
+
 async def test_a_dry_run_refuses_an_invalid_object_with_causes_and_writes_nothing(
     cluster: Any, namespace: str
 ) -> None:
