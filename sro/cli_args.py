@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from sro import cli_types as types
+from sro import settings as settings_
 from sro.cli_flags import (
     Parser,
     api_versions_flag,
@@ -26,6 +27,7 @@ DEFAULT_METRICS_ADDR = ":8080"
 the Deployment expect; reachable on a laptop too."""
 DEFAULT_PROBE_ADDR = ":8081"
 """Every interface, port 8081: controller-runtime's probe port (the kubelet probes the pod's IP)."""
+_QUEUE = settings_.QueueSettings()  # what the pace's help says of its fixed parts
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -308,9 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--reconcile-pace",
         "SRO_RECONCILE_PACE",
         "3",
-        "a SpecialResource kept busy by a flood of changes (16 or more during a pass) rests "
-        "PACE-1 times its last pass's duration (at most 5 s) before the next, so passes take at "
-        "most 1/PACE of the time (1: no rest)",
+        f"a SpecialResource kept busy by a flood of changes ({_QUEUE.busy} or more during a pass) "
+        f"rests PACE-1 times its last pass's duration (at most {_QUEUE.rest_cap:g} s) before the "
+        "next, so passes take at most 1/PACE of the time (1: no rest)",
         type=types.pace,
         metavar="PACE",
     )
