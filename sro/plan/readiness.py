@@ -16,7 +16,13 @@ Where it is silent, the contract is read this way (and tested so):
   (``observedGeneration >= generation``): replicas of the previous template are not it;
 * ``wait-for-logs`` gates DaemonSets and Pods (whose pods sro can name); the tail of every
   container of each such pod must match, except, in a running pod, containers that
-  already completed: those are its init containers, whose logs say nothing of readiness.
+  already completed: those are its init containers, whose logs say nothing of readiness;
+* a pod whose tails this process has not read yet (sro just started: the tails it matched
+  before were in the memory of the previous process) counts as matched on a node that
+  carries its state's ready label (``recorded``: sro's own record of that match), while its
+  tails are asked for; judging it by a read that has not happened would reset every later
+  state on every node, their device plugins included, at each restart of the operator.
+  Once read, the tails decide as always.
 """
 
 from __future__ import annotations
@@ -125,27 +131,32 @@ def condense_match(text: str, pattern: str) -> tuple[str, bool]:
 
 
 def logs_verdict(
-    pattern: logpattern.LogPattern, pods: Sequence[views.PodView], logs: Mapping[str, Mapping[str, str]]
+    pattern: logpattern.LogPattern,
+    pods: Sequence[views.PodView],
+    logs: Mapping[str, Mapping[str, str]],
+    *,
+    recorded: bool = False,
 ) -> Verdict:
-    """Ready when each pod's tails of ``log_containers`` all match; otherwise ask again."""
+    """Ready when each pod's tails of ``log_containers`` all match; otherwise ask again.
+
+    ``recorded``: the node carries the state's ready label, so a pod whose tails were
+    never read counts as matched until they are (see the module docstring)."""
     needed: list[progress.LogRequest] = []
+    unread: list[progress.LogRequest] = []
     for pod in pods:
         names = log_containers(pod)
-        tails = logs.get(pod.uid) or {}
-        if not names or not all(name in tails and pattern.matches(tails[name]) for name in names):
-            needed.append(
-                progress.LogRequest(
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.uid,
-                    containers=names,
-                    pattern=pattern.pattern,
-                )
-            )
+        tails = logs.get(pod.uid)
+        if names and tails is not None and all(n in tails and pattern.matches(tails[n]) for n in names):
+            continue
+        request = progress.LogRequest(
+            namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=names, pattern=pattern.pattern
+        )
+        (unread if recorded and names and tails is None else needed).append(request)
     if not needed:
-        return READY
+        return Verdict(outcome=Outcome.READY, logs_needed=tuple(unread)) if unread else READY
     return waiting(
-        f"waiting for logs of pod {needed[0].name} to match {pattern.pattern!r}", logs_needed=tuple(needed)
+        f"waiting for logs of pod {needed[0].name} to match {pattern.pattern!r}",
+        logs_needed=(*needed, *unread),
     )
 
 
@@ -157,6 +168,7 @@ def daemonset_on_node(
     logs: Mapping[str, Mapping[str, str]],
     previous_counts: bool = False,
     current_hash: str = "",
+    recorded: bool = False,
 ) -> Verdict:
     """The DaemonSet's pod on this node is Ready (or had Ready withdrawn by the node
     controller: ``PodView.ready_withdrawn``), not deleting, of the current template:
@@ -167,7 +179,8 @@ def daemonset_on_node(
     With ``wait-for-logs``, the pod's log tails must match as well. With
     ``previous_counts`` (an ``OnDelete`` DaemonSet on a node whose turn to upgrade has
     not come: ``sro.plan.upgrade``), a pod of an older template counts as well: the node
-    keeps running its previous driver until sro replaces it.
+    keeps running its previous driver until sro replaces it. ``recorded``: the node
+    carries the state's ready label (``logs_verdict``).
     """
     if live is None:
         return waiting(f"DaemonSet/{obj.ref.name} not created yet")
@@ -196,19 +209,24 @@ def daemonset_on_node(
         if stuck:
             return waiting(f"{stuck} (pod {pod.name})", stuck=True)
         return waiting(f"pod {pod.name} not ready")
-    return logs_verdict(obj.wait_for_logs, [pod], logs) if obj.wait_for_logs else READY
+    return logs_verdict(obj.wait_for_logs, [pod], logs, recorded=recorded) if obj.wait_for_logs else READY
 
 
 def pod_verdict(
-    obj: desired.DesiredObject, pod: views.PodView | None, *, logs: Mapping[str, Mapping[str, str]]
+    obj: desired.DesiredObject,
+    pod: views.PodView | None,
+    *,
+    logs: Mapping[str, Mapping[str, str]],
+    recorded: bool = False,
 ) -> Verdict:
-    """A Pod is done when it Succeeded; Failed fails the state (the engine retries it)."""
+    """A Pod is done when it Succeeded; Failed fails the state (the engine retries it).
+    ``recorded``: as for ``logs_verdict``."""
     if pod is None:
         return waiting(f"pod {obj.ref.name} not created yet")
     if pod.deleting:
         return waiting(f"pod {pod.name} is being deleted")
     if pod.phase == "Succeeded":
-        return logs_verdict(obj.wait_for_logs, [pod], logs) if obj.wait_for_logs else READY
+        return logs_verdict(obj.wait_for_logs, [pod], logs, recorded=recorded) if obj.wait_for_logs else READY
     if pod.phase == "Failed":
         return failed(failure_reason(pod))
     stuck = _stuck_reason(pod)

@@ -33,6 +33,11 @@ record, and one it just set counts before the watch brings it. Removing the labe
 hand runs the pod again. A pod of the state that runs once for the cluster is recorded
 alike by the label on any selected node.
 
+The same record stands for a ``wait-for-logs`` match this process has not read (it just
+started; the match it remembered went with the previous process): such a pod counts as
+matched on a node carrying its state's label while its tails are read
+(``readiness.logs_verdict``), so a restart of the operator resets nothing.
+
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
 progress, so the status does not flip to Progressing on every retry.
@@ -134,6 +139,7 @@ class Index:
     pinned: Mapping[tuple[str, str], list[desired.DesiredObject]]  # (state, node) -> its per-node objects
     pinned_on: Mapping[str, list[desired.DesiredObject]]  # node -> its per-node objects
     pinned_names: Mapping[str, list[tuple[str, str]]]  # the same, as ``Observed.pods_by_name`` keys
+    logs_states: tuple[str, ...]  # states with a ``wait-for-logs`` object: their labels stand for a read
 
 
 def index(wanted: desired.DesiredState, last: object) -> Index:
@@ -150,9 +156,12 @@ def index(wanted: desired.DesiredState, last: object) -> Index:
     pinned: dict[tuple[str, str], list[desired.DesiredObject]] = {}
     pinned_on: dict[str, list[desired.DesiredObject]] = {}
     pinned_names: dict[str, list[tuple[str, str]]] = {}
+    logs_states: dict[str, None] = {}
     for o in wanted.objects:
         if not o.wait or o.state not in shared:
             continue
+        if o.wait_for_logs is not None:
+            logs_states[o.state] = None
         if o.node is not None:
             pinned.setdefault((o.state, o.node), []).append(o)
             pinned_on.setdefault(o.node, []).append(o)
@@ -164,7 +173,7 @@ def index(wanted: desired.DesiredState, last: object) -> Index:
             shared[o.state].append(o)
     return Index(
         objects=wanted.objects, states=wanted.states, refs=refs, shared=shared, daemonsets=daemonsets,
-        pinned=pinned, pinned_on=pinned_on, pinned_names=pinned_names,
+        pinned=pinned, pinned_on=pinned_on, pinned_names=pinned_names, logs_states=tuple(logs_states),
     )  # fmt: skip
 
 
@@ -190,6 +199,7 @@ class _Judge:
         self._pinned = index.pinned
         self._pinned_on = index.pinned_on
         self._pinned_names = index.pinned_names
+        self._logs_states = index.logs_states
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
         self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
         self._refs = index.refs
@@ -214,15 +224,17 @@ class _Judge:
                 pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
             previous = self._upgrading is not None and node not in self._upgrading
             return readiness.daemonset_on_node(
-                obj, live, pods, logs=seen.logs, previous_counts=previous, current_hash=current_hash
-            )
+                obj, live, pods, logs=seen.logs, previous_counts=previous, current_hash=current_hash,
+                recorded=obj.wait_for_logs is not None and self.recorded(obj.state, node),
+            )  # fmt: skip
         live = seen.objects.get(ref)
         if obj.kind == "Pod":
             pod = seen.pod(ref)
             where = obj.node
             if _collected(pod) and (ref in seen.finished or self._recorded(obj.state, where)):
                 return readiness.READY  # it succeeded, and then the pod garbage collector took it
-            verdict = readiness.pod_verdict(obj, pod, logs=seen.logs)
+            logged = obj.wait_for_logs is not None and self._recorded(obj.state, where)
+            verdict = readiness.pod_verdict(obj, pod, logs=seen.logs, recorded=logged)
             retry = seen.retries.get(ref)
             if retry is not None and verdict.outcome is readiness.Outcome.WAITING:
                 # Backing off a failed pod, or waiting on its replacement, is no progress:
@@ -281,7 +293,10 @@ class _Judge:
             tails = tuple([logs.get(p.uid) for p in pods] + [logs.get(p.uid) for p in named if p is not None])
         else:
             tails = ()
-        return (reset, self._upgrading is not None and node in self._upgrading, pods, named, collected, tails)
+        # A tail not read yet counts as matched where the label records it (``readiness``).
+        records = [self.recorded(state, node) for state in self._logs_states]
+        upgrading = self._upgrading is not None and node in self._upgrading
+        return (reset, upgrading, pods, named, collected, tails, records)
 
     def on_node(self, state: str, node: str) -> list[readiness.Verdict]:
         group = self._wanted.kernel_groups.get(node)

@@ -3,7 +3,8 @@
 Covers the contract's "sro reads the log's tail, however long the log, and remembers a
 match": a driver that prints 64 KiB of build output, then its ready line, then 4 KiB more
 completes its state; the same driver without the ready line does not, and the state says
-it waits for the pattern.
+it waits for the pattern. A match is remembered across a restart of the operator: the new
+process has read no tail yet, and its first pass still resets nothing and writes nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import specialresources as srs
 from conftest import Made, unique
+from operator_process import Operator
 from support import waiting
 
 pytestmark = pytest.mark.e2e
@@ -23,19 +25,17 @@ RECIPE = "description: a driver with a long build log\nnodeSelector: {}\nstates:
 READY = "driver module loaded, now waiting for signal"
 
 
-def daemonset(log_text: str) -> str:
+def daemonset(log_text: str, *, name: str = "driver", wait_for: str = "module loaded, now waiting") -> str:
+    annotations = {"sro.dev/wait-for-logs": wait_for} if wait_for else {}
     body = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {
-            "name": "driver",
-            "annotations": {"sro.dev/wait-for-logs": "module loaded, now waiting"},
-        },
+        "metadata": {"name": name, "annotations": annotations},
         "spec": {
-            "selector": {"matchLabels": {"app": "driver"}},
+            "selector": {"matchLabels": {"app": name}},
             "template": {
-                "metadata": {"labels": {"app": "driver"}, "annotations": {"sim.sro.dev/logs": log_text}},
-                "spec": {"containers": [{"name": "driver", "image": "example.com/driver:1"}]},
+                "metadata": {"labels": {"app": name}, "annotations": {"sim.sro.dev/logs": log_text}},
+                "spec": {"containers": [{"name": name, "image": f"example.com/{name}:1"}]},
             },
         },
     }
@@ -87,3 +87,32 @@ async def test_a_driver_that_never_prints_its_ready_line_does_not_complete(
     )
     assert row["phase"] == "Progressing" and row["nodes"]["complete"] == 0
     assert srs.status(made.cluster, name)["phase"] != "Ready"
+
+
+async def test_a_restarted_operator_keeps_the_states_after_a_matched_driver_and_writes_nothing(
+    made: Made, recipe_dir: Callable[..., Path], operator: Operator
+) -> None:
+    group, _ = made.group("log", [UBUNTU, UBUNTU])
+    text = "\\n".join([*build_output(16 * 1024, "build"), READY, *build_output(1024, "after")])
+    recipe = unique("relog")
+    chain = RECIPE + "  - name: state-plugin\n"
+    plugin = daemonset("plugin ready", name="plugin", wait_for="")
+    files = {"recipe.yaml": chain, "state-driver/daemonset.yaml": daemonset(text)}
+    recipe_dir(recipe, {**files, "state-plugin/daemonset.yaml": plugin})
+    name = made.sr(srs.manifest(unique("relog"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
+    status = await srs.wait_ready(made.cluster, name, within=120)
+    assert status["nodes"] == {"selected": 2, "complete": 2}
+
+    operator.restart()
+    await waiting.wait_for(
+        operator.idle, timeout=60, interval=0.5, message="the restarted operator reconciled everything"
+    )
+    # Its first pass had no tail read yet: the driver's label stood for the match, so no
+    # plugin label went and no pod was deleted; the tails were read all the same.
+    assert operator.writes() == 0, [m for m in operator.metrics() if m[0] == "sro_api_requests_total"]
+    reads = [
+        v for n, labels, v in operator.metrics()
+        if n == "sro_api_requests_total" and labels.get("resource") == "pods/log"
+    ]  # fmt: skip
+    assert sum(reads) == 2, reads
+    assert srs.status(made.cluster, name)["phase"] == "Ready"

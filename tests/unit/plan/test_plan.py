@@ -403,6 +403,68 @@ def test_wait_for_logs_gates_the_state_and_asks_for_the_logs_it_needs() -> None:
     assert matched.status["phase"] == "Ready"
 
 
+def restarted_world() -> tuple[desired.DesiredState, list[views.PodView]]:
+    """A node through driver (waiting for its logs), validation and plugin, as a new
+    operator process finds it: every label set, every pod there, no tail read yet."""
+    driver = ds("driver", "state-driver", logs=r"driver loaded")
+    validation = node_pods("validate", "state-validation", ["n1"])
+    plugin = ds("plugin", "state-plugin")
+    chain = states("state-driver", "state-validation", "state-plugin")
+    want = wanted(chain, [driver, *validation, plugin], ["n1"])
+    return want, [ds_pod(driver, "n1"), bare_pod(validation[0]), ds_pod(plugin, "n1")]
+
+
+def walked_node(*names: str) -> views.NodeView:
+    """Node n1 as sro leaves it once ``names`` are complete there."""
+    labels = {**{label(n): "ready" for n in names}, lifecycle.complete_label(SR): "true"}
+    return node("n1", labels, annotations={lifecycle.kernel_annotation(SR): K1.key})
+
+
+def test_a_restarted_operator_keeps_a_recorded_log_match_until_it_reads_the_tail() -> None:
+    want, pods = restarted_world()
+    labelled = walked_node("state-driver", "state-validation", "state-plugin")
+    objects = [live(o) for o in want.objects]
+    first = planner.plan(want, seen([labelled], objects=objects, pods=pods), now=T0)
+    # Nothing reset, deleted or made again: the label is sro's record of the match ...
+    assert first.node_labels == () and first.delete == ()
+    assert [o.ref.name for o in first.apply if o.kind == "Pod"] == []
+    assert first.status["phase"] == "Ready"
+    # ... and the tail is read all the same.
+    assert [r.uid for r in first.logs_needed] == [pods[0].uid]
+
+    # Read, and matching: nothing more to ask.
+    logs = {pods[0].uid: {"main": "driver loaded\n"}}
+    read = planner.plan(want, seen([labelled], objects=objects, pods=pods, logs=logs), now=T0)
+    assert read.logs_needed == () and read.node_labels == () and read.status["phase"] == "Ready"
+
+
+def test_a_tail_read_without_the_match_resets_the_later_states_even_where_recorded() -> None:
+    want, pods = restarted_world()
+    labelled = walked_node("state-driver", "state-validation", "state-plugin")
+    objects = [live(o) for o in want.objects]
+    logs = {pods[0].uid: {"main": "still building\n"}}
+    planned = planner.plan(want, seen([labelled], objects=objects, pods=pods, logs=logs), now=T0)
+    assert planned.walk is not None
+    assert planned.walk.nodes["n1"]["state-driver"].phase.value == "Progressing"
+    assert labels_of(planned)["n1"][label("state-plugin")] is None
+    assert [d.ref.name for d in planned.delete] == ["validate-n1"]
+
+
+def test_an_unread_tail_on_a_node_without_the_label_waits_and_the_memo_sees_the_label_go() -> None:
+    want, pods = restarted_world()
+    labelled = walked_node("state-driver", "state-validation", "state-plugin")
+    objects = [live(o) for o in want.objects]
+    first = planner.plan(want, seen([labelled], objects=objects, pods=pods), now=T0)
+    assert first.walk is not None
+    # Someone takes the driver's label off; the tail is still unread: the walk must not
+    # answer from its memory of the labelled node.
+    bare = node("n1", {k: v for k, v in labelled.labels.items() if k != label("state-driver")})
+    again = planner.plan(want, seen([bare], objects=objects, pods=pods, walk_memo=first.walk.memo), now=T0)
+    assert again.walk is not None
+    assert again.walk.nodes["n1"]["state-driver"].phase.value == "Progressing"
+    assert "waiting for logs" in again.walk.nodes["n1"]["state-driver"].reason
+
+
 @pytest.mark.parametrize(("age", "poll"), [(0.5, 1.0), (2.0, 1.0), (20.0, 5.0), (100.0, 10.0), (None, 10.0)])
 def test_a_young_pod_s_log_is_fetched_often_an_old_one_every_ten_seconds(
     age: float | None, poll: float

@@ -274,3 +274,29 @@ def test_a_line_is_cut_before_a_pattern_is_tried_on_it() -> None:
     huge = "x" * (readiness.LOG_LINE_MAX * 10) + " ready"
     assert readiness.condense(huge, "ready$") != "ready"
     assert len(readiness.condense(huge, "ready$")) <= readiness.LOG_KEEP_BYTES
+
+
+@pytest.mark.parametrize(
+    ("tails", "recorded", "outcome"),
+    [
+        (None, True, Outcome.READY),  # not read yet, the label records the match: keep it
+        (None, False, Outcome.WAITING),  # not read yet, nothing recorded: wait for the read
+        ({"main": "still building\n"}, True, Outcome.WAITING),  # read: the tail decides
+        ({"main": "driver loaded\n"}, False, Outcome.READY),
+    ],
+)
+def test_an_unread_tail_counts_as_matched_only_where_the_node_records_the_match(
+    tails: dict[str, str] | None, recorded: bool, outcome: readiness.Outcome
+) -> None:
+    logged = ds("driver", "state-driver", logs=r"driver loaded")
+    pod = ds_pod(logged, "n1")
+    logs = {} if tails is None else {pod.uid: tails}
+    verdict = readiness.daemonset_on_node(logged, live(logged), [pod], logs=logs, recorded=recorded)
+    assert verdict.outcome is outcome
+    # The tail is asked for until it has been read and matched.
+    assert [r.uid for r in verdict.logs_needed] == ([] if tails and "loaded" in tails["main"] else [pod.uid])
+
+    finished = obj("Pod", "check-n1", "state-check", node="n1", logs=r"driver loaded")
+    done = bare_pod(finished, containers=(container(terminated_reason="Completed", exit_code=0),))
+    logs = {} if tails is None else {done.uid: tails}
+    assert readiness.pod_verdict(finished, done, logs=logs, recorded=recorded).outcome is outcome
