@@ -85,3 +85,12 @@ def test_pods_made_again_after_a_deletion_are_told_from_repeated_applies() -> No
         "pods_deleted_by_sro": 1,
         "pods_collected": 1,
     }
+
+
+def test_a_run_to_completion_pod_is_done_when_it_succeeded_not_while_it_runs_ready() -> None:
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    assert converge_floor.pod_done({"spec": {"restartPolicy": "Always"}, "status": ready})
+    assert converge_floor.pod_done({"spec": {}, "status": ready})  # Always is the default
+    for policy in converge_floor.RUN_TO_COMPLETION:
+        assert not converge_floor.pod_done({"spec": {"restartPolicy": policy}, "status": ready})
+        assert converge_floor.pod_done({"spec": {"restartPolicy": policy}, "status": {"phase": "Succeeded"}})

@@ -190,11 +190,17 @@ async def post_all(client: kube.Kube, objects: Sequence[JSON], *, concurrency: i
     return sent
 
 
+RUN_TO_COMPLETION = ("Never", "OnFailure")
+
+
 def pod_done(pod: Mapping[str, Any]) -> bool:
-    """Ready, or Succeeded for a run-to-completion pod."""
+    """Ready; for a run-to-completion pod (a validation), Succeeded: it is Ready while it
+    runs, and the state after it cannot start before it has succeeded."""
     status = pod.get("status") or {}
     if status.get("phase") == "Succeeded":
         return True
+    if (pod.get("spec") or {}).get("restartPolicy") in RUN_TO_COMPLETION:
+        return False
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
