@@ -284,6 +284,10 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                     "passes": operator.passes() - passes0,
                     "watch_events": {k: v for k, v in sorted(events.items()) if v},
                 }
+            if args.restart:
+                figures["restart"] = await converge_sro.restart(
+                    operator, audit_log=run.audit_log, within=args.timeout
+                )
             samples = []
             listed = await client.get("/api/v1/nodes", request_seconds=120)
             names = sorted(n["metadata"]["name"] for n in listed["items"])
@@ -313,6 +317,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kernels", type=int, default=4)
     p.add_argument("--idle", type=float, default=60, help="seconds of idle measured after Ready")
     p.add_argument("--kernel-changes", type=int, default=10)
+    p.add_argument(
+        "--no-restart",
+        dest="restart",
+        action="store_false",
+        help="skip restarting the operator after Ready (and counting what the new process writes)",
+    )
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", type=Path, default=REPO / ".run" / "bench-converge")
     p.add_argument("--profile", action="store_true", help="sample the operator with py-spy while converging")

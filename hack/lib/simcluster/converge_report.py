@@ -89,6 +89,20 @@ def table(figures: Mapping[str, Any]) -> str:
         if "passes" in idle:  # what woke it (absent from figures of older runs)
             events = ", ".join(f"{k} {v}" for k, v in idle["watch_events"].items()) or "none"
             rows.append(("  passes; watch events", f"{idle['passes']}; {events}"))
+    again = f.get("restart")
+    if again:
+        rows.append(
+            (
+                "operator restarted after Ready",
+                f"{again['writes']} writes, {again['requests_non_watch']} non-watch requests, "
+                f"{again['passes']} passes, {again['cpu_seconds']:.1f} CPU-s, "
+                f"no work left after {again['seconds_to_idle']:.1f} s",
+            )
+        )
+        for what, count in sorted(
+            {**again["writes_by"], **again["requests_by"]}.items(), key=lambda kv: -kv[1]
+        )[:6]:
+            rows.append((f"  {what}", str(count)))
     changes = f.get("kernel_changes")
     if changes and changes["count"]:
         rows.append(

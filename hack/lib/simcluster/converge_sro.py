@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simcluster import kube, nodes
+from simcluster import audit, kube, nodes
 
 JSON = dict[str, Any]
 SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
@@ -33,6 +33,7 @@ _STEP = re.compile(
 )
 _EVENTS = re.compile(r'^sro_watch_events_total\{resource="(?P<resource>[^"]*)"\}\s+(?P<value>\S+)$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_GAUGE = re.compile(r"^(?P<name>sro_workqueue_depth|sro_active_workers)\s+(?P<value>\S+)$")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -120,6 +121,12 @@ class Operator:
                 counts[match["resource"]] += int(float(match["value"]))
         return counts
 
+    def busy(self) -> bool:
+        """Whether a key waits in the queue or a worker is in a pass (its own gauges)."""
+        text = self._get("/metrics") or ""
+        values = {m["name"]: float(m["value"]) for m in map(_GAUGE.match, text.splitlines()) if m}
+        return values.get("sro_workqueue_depth", 1.0) > 0 or values.get("sro_active_workers", 1.0) > 0
+
     def passes(self) -> int:
         """Reconcile passes so far (those that got as far as reading the caches)."""
         return self.step_seconds().get("read", (0.0, 0))[1]
@@ -165,6 +172,42 @@ class Operator:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait(timeout=10)
+
+
+async def restart(operator: Operator, *, audit_log: Path, within: float, quiet: float = 5.0) -> JSON:
+    """Stop the operator once everything is Ready and start it again (an upgrade of sro, a
+    crash, a new leader): what the new process writes (nothing, if it trusts what it finds
+    and what sro recorded before) and reads, and how long until it holds no work (``quiet``
+    seconds without a queued key or a pass, after at least one pass)."""
+    operator.stop()
+    started_wall, started = time.time(), time.monotonic()
+    operator.start()
+    await operator.wait_ready()
+    calm_since: float | None = None
+    while True:
+        now = time.monotonic()
+        if operator.passes() > 0 and not operator.busy():
+            calm_since = now if calm_since is None else calm_since
+            if now - calm_since >= quiet:
+                break
+        else:
+            calm_since = None
+        if now - started > within:
+            raise TimeoutError(f"the restarted operator still had work after {within:g}s")
+        await asyncio.sleep(0.2)
+    requests = operator.requests()  # a new process: its counters start at zero
+    writes = [w for w in audit.read(audit_log) if w.by_sro and w.time.timestamp() >= started_wall]
+    return {
+        "seconds_to_idle": calm_since - started,
+        "passes": operator.passes(),
+        "cpu_seconds": operator.cpu_seconds(),
+        "requests_non_watch": non_watch(requests),
+        "requests_by": {f"{v} {r}": n for (v, r), n in sorted(requests.items()) if v != "watch" and n},
+        "writes": len(writes),
+        "writes_by": {
+            f"{k[0]} {k[1]}": n for k, n in audit.count_by(writes, key=lambda w: (w.verb, w.resource)).items()
+        },
+    }
 
 
 def non_watch(counts: Mapping[tuple[str, str], int]) -> int:
