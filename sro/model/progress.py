@@ -60,6 +60,8 @@ class Walk:
     order: tuple[str, ...]  # states, dependencies first, recipe order among equals
     nodes: Mapping[str, Mapping[str, NodeState]]  # node -> state -> NodeState
     logs_needed: tuple[LogRequest, ...] = ()
+    # node -> uids of its pods whose wait-for-logs match is known (the node's record of them)
+    matched: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
     # state -> phase -> nodes, counted while walking (status rows and the per-state node
     # gauge read it; empty for a walk built by hand, which ``phase_counts`` then counts).
     phases: Mapping[str, Mapping[Phase, int]] = field(default_factory=dict, compare=False, repr=False)

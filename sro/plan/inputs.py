@@ -73,12 +73,20 @@ def conflict_report(name: str, peers: Iterable[PeerSummary]) -> conflicts.Confli
     return conflicts.check(name, claims)
 
 
+def _marks(sr_name: str) -> tuple[str, ...]:
+    """The node annotations this SpecialResource writes."""
+    return (
+        lifecycle.kernel_annotation(sr_name),
+        lifecycle.logs_annotation(sr_name),
+        node_patches.taints_annotation(sr_name),
+    )
+
+
 def departed(
     sr_name: str, nodes: Iterable[views.NodeView], *, selected: frozenset[str]
 ) -> tuple[views.NodeView, ...]:
     """Nodes outside the selection that still carry this SpecialResource's marks."""
-    prefix = lifecycle.label_prefix(sr_name)
-    marks = (lifecycle.kernel_annotation(sr_name), node_patches.taints_annotation(sr_name))
+    prefix, marks = lifecycle.label_prefix(sr_name), _marks(sr_name)
     return tuple(
         n
         for n in nodes
@@ -91,8 +99,7 @@ def carrying(
     sr_name: str, nodes: Iterable[views.NodeView], taints: tuple[views.Taint, ...]
 ) -> tuple[views.NodeView, ...]:
     """Every node carrying a label, annotation or taint of this SpecialResource (for teardown)."""
-    prefix = lifecycle.label_prefix(sr_name)
-    marks = (lifecycle.kernel_annotation(sr_name), node_patches.taints_annotation(sr_name))
+    prefix, marks = lifecycle.label_prefix(sr_name), _marks(sr_name)
     mine = {(t.key, t.effect) for t in taints}
     return tuple(
         n

@@ -11,6 +11,10 @@ Node bookkeeping for SpecialResource ``<sr>``:
   the node's state labels, deletes its per-node pods and records the new group, so the node
   walks every state again from the first. (An annotation, not a label: a kernel group does
   not fit a label value, and a state may be called ``kernel``.)
+* annotation ``sro.dev/logs.<sr>``: the uids of the node's pods whose ``wait-for-logs``
+  match sro has seen (space-separated), so a restarted operator need not find the match
+  in their logs again (``readiness``). Written only along with a label change (the one
+  that completes the state, or a reset), never in a patch of its own;
 * the SpecialResource's taints, put on every selected node and taken off every other:
   ``node_patches.NodeChange.taints`` says which of its taints the node should carry, and
   ``node_patches.taint_patch`` (which records what sro added, so an administrator's own
@@ -75,6 +79,11 @@ def label_prefix(sr_name: str) -> str:
 
 def kernel_annotation(sr_name: str) -> str:
     return f"sro.dev/kernel.{sr_name}"
+
+
+def logs_annotation(sr_name: str) -> str:
+    """The node annotation listing the pods whose log match sro has seen (module docstring)."""
+    return f"sro.dev/logs.{sr_name}"
 
 
 def _check_key(key: str) -> str:
@@ -209,7 +218,13 @@ def _node_change(
     # with no label of ours has nothing a kernel change could invalidate), so a fresh
     # node's first patch is its first label, not a patch of its own.
     recorded = mine or annotation in node.annotations or any(v is not None for v in labels.values())
-    annotations = _diff(node.annotations, {annotation: group.key} if group and recorded else {}, owned=())
+    notes = {annotation: group.key} if group and recorded else {}
+    matched = logs_annotation(wanted.sr_name)
+    if labels:  # the record of log matches rides along with a label change
+        uids = " ".join(walked.matched.get(name, ()))
+        notes.update({matched: uids} if uids else {})
+    owned = (matched,) if labels and matched in node.annotations else ()
+    annotations = _diff(node.annotations, notes, owned=owned)
     taints = _taints(node, sr_name=wanted.sr_name, wanted=seen.taints)
     if labels or annotations or taints is not None:
         return node_patches.NodeChange(node=name, labels=labels, annotations=annotations, taints=taints)
@@ -233,12 +248,12 @@ def cordoned_by_sro(node: views.NodeView, sr_name: str) -> bool:
 def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[node_patches.NodeChange, ...]:
     """Remove everything this SpecialResource put on these nodes (labels, annotations,
     taints), and undo a cordon an upgrade of it left (only one sro made)."""
-    prefix, annotation = label_prefix(sr_name), kernel_annotation(sr_name)
+    prefix, ours = label_prefix(sr_name), (kernel_annotation(sr_name), logs_annotation(sr_name))
     upgrading = upgrade_annotation(sr_name)
     changes = []
     for node in nodes:
         labels = {k: None for k in node.labels if k.startswith(prefix)}
-        annotations = {a: None for a in (annotation, upgrading) if a in node.annotations}
+        annotations = {a: None for a in (*ours, upgrading) if a in node.annotations}
         new_taints = _taints(node, sr_name=sr_name, wanted=())
         uncordon = False if cordoned_by_sro(node, sr_name) else None
         if labels or annotations or new_taints is not None or uncordon is not None:

@@ -17,9 +17,13 @@ Where it is silent, the contract is read this way (and tested so):
 * ``wait-for-logs`` gates DaemonSets and Pods (whose pods sro can name); the tail of every
   container of each such pod must match, except, in a running pod, containers that
   already completed: those are its init containers, whose logs say nothing of readiness;
-* a pod whose tails this process has not read yet (sro just started: the tails it matched
-  before were in the memory of the previous process) counts as matched on a node that
-  carries its state's ready label (``recorded``: sro's own record of that match), while its
+* a match outlives the operator process: a pod whose uid the node's record of matches
+  lists (``matched_before``: the annotation ``sro.dev/logs.<sr>``, written with the label
+  of the state it completed) counts as matched without reading its tails again, however
+  far its log has run on since;
+* a pod whose tails this process has not read yet and that no record lists (a node walked
+  by a version of sro without that record) counts as matched on a node that carries its
+  state's ready label (``recorded``: sro's record that the state completed), while its
   tails are asked for; judging it by a read that has not happened would reset every later
   state on every node, their device plugins included, at each restart of the operator.
   Once read, the tails decide as always.
@@ -60,6 +64,7 @@ class Verdict:
     reason: str = ""
     stuck: bool = False  # waiting on something that needs a human (a bad image, a crash loop)
     logs_needed: tuple[progress.LogRequest, ...] = ()
+    matched: tuple[str, ...] = ()  # uids of pods whose log match is known: read, or recorded
 
     @property
     def ready(self) -> bool:
@@ -136,24 +141,32 @@ def logs_verdict(
     logs: Mapping[str, Mapping[str, str]],
     *,
     recorded: bool = False,
+    matched_before: frozenset[str] = frozenset(),
 ) -> Verdict:
     """Ready when each pod's tails of ``log_containers`` all match; otherwise ask again.
 
-    ``recorded``: the node carries the state's ready label, so a pod whose tails were
-    never read counts as matched until they are (see the module docstring)."""
+    ``matched_before``: uids of pods the node records as matched; ``recorded``: the node
+    carries the state's ready label, so a pod whose tails were never read counts as
+    matched until they are (see the module docstring). ``Verdict.matched`` names the pods
+    whose match is known, for the record."""
     needed: list[progress.LogRequest] = []
     unread: list[progress.LogRequest] = []
+    known: list[str] = []
     for pod in pods:
+        if pod.uid in matched_before:
+            known.append(pod.uid)
+            continue
         names = log_containers(pod)
         tails = logs.get(pod.uid)
         if names and tails is not None and all(n in tails and pattern.matches(tails[n]) for n in names):
+            known.append(pod.uid)
             continue
         request = progress.LogRequest(
             namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=names, pattern=pattern.pattern
         )
         (unread if recorded and names and tails is None else needed).append(request)
     if not needed:
-        return Verdict(outcome=Outcome.READY, logs_needed=tuple(unread)) if unread else READY
+        return Verdict(outcome=Outcome.READY, logs_needed=tuple(unread), matched=tuple(known))
     return waiting(
         f"waiting for logs of pod {needed[0].name} to match {pattern.pattern!r}",
         logs_needed=(*needed, *unread),
@@ -169,6 +182,7 @@ def daemonset_on_node(
     previous_counts: bool = False,
     current_hash: str = "",
     recorded: bool = False,
+    matched_before: frozenset[str] = frozenset(),
 ) -> Verdict:
     """The DaemonSet's pod on this node is Ready (or had Ready withdrawn by the node
     controller: ``PodView.ready_withdrawn``), not deleting, of the current template:
@@ -179,8 +193,8 @@ def daemonset_on_node(
     With ``wait-for-logs``, the pod's log tails must match as well. With
     ``previous_counts`` (an ``OnDelete`` DaemonSet on a node whose turn to upgrade has
     not come: ``sro.plan.upgrade``), a pod of an older template counts as well: the node
-    keeps running its previous driver until sro replaces it. ``recorded``: the node
-    carries the state's ready label (``logs_verdict``).
+    keeps running its previous driver until sro replaces it. ``recorded`` and
+    ``matched_before``: the node's records (``logs_verdict``).
     """
     if live is None:
         return waiting(f"DaemonSet/{obj.ref.name} not created yet")
@@ -209,7 +223,9 @@ def daemonset_on_node(
         if stuck:
             return waiting(f"{stuck} (pod {pod.name})", stuck=True)
         return waiting(f"pod {pod.name} not ready")
-    return logs_verdict(obj.wait_for_logs, [pod], logs, recorded=recorded) if obj.wait_for_logs else READY
+    if obj.wait_for_logs is None:
+        return READY
+    return logs_verdict(obj.wait_for_logs, [pod], logs, recorded=recorded, matched_before=matched_before)
 
 
 def pod_verdict(
@@ -218,15 +234,18 @@ def pod_verdict(
     *,
     logs: Mapping[str, Mapping[str, str]],
     recorded: bool = False,
+    matched_before: frozenset[str] = frozenset(),
 ) -> Verdict:
     """A Pod is done when it Succeeded; Failed fails the state (the engine retries it).
-    ``recorded``: as for ``logs_verdict``."""
+    ``recorded`` and ``matched_before``: as for ``logs_verdict``."""
     if pod is None:
         return waiting(f"pod {obj.ref.name} not created yet")
     if pod.deleting:
         return waiting(f"pod {pod.name} is being deleted")
     if pod.phase == "Succeeded":
-        return logs_verdict(obj.wait_for_logs, [pod], logs, recorded=recorded) if obj.wait_for_logs else READY
+        if obj.wait_for_logs is None:
+            return READY
+        return logs_verdict(obj.wait_for_logs, [pod], logs, recorded=recorded, matched_before=matched_before)
     if pod.phase == "Failed":
         return failed(failure_reason(pod))
     stuck = _stuck_reason(pod)

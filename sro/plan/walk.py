@@ -33,10 +33,11 @@ record, and one it just set counts before the watch brings it. Removing the labe
 hand runs the pod again. A pod of the state that runs once for the cluster is recorded
 alike by the label on any selected node.
 
-The same record stands for a ``wait-for-logs`` match this process has not read (it just
-started; the match it remembered went with the previous process): such a pod counts as
-matched on a node carrying its state's label while its tails are read
-(``readiness.logs_verdict``), so a restart of the operator resets nothing.
+A ``wait-for-logs`` match is recorded on the node by the uid of the pod that printed it
+(``lifecycle.logs_annotation``, ``Walk.matched``), so a restarted operator takes it as
+matched without reading its log again. A pod no record lists whose tails this process
+has not read counts as matched on a node carrying its state's label while they are read
+(``readiness.logs_verdict``): a restart of the operator resets nothing either way.
 
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
@@ -200,6 +201,8 @@ class _Judge:
         self._pinned_on = index.pinned_on
         self._pinned_names = index.pinned_names
         self._logs_states = index.logs_states
+        self._matched_key = lifecycle.logs_annotation(wanted.sr_name)
+        self._matched: dict[str, frozenset[str]] = {}
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
         self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
         self._refs = index.refs
@@ -223,9 +226,11 @@ class _Judge:
             if pods and live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
                 pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
             previous = self._upgrading is not None and node not in self._upgrading
+            logged = obj.wait_for_logs is not None
             return readiness.daemonset_on_node(
                 obj, live, pods, logs=seen.logs, previous_counts=previous, current_hash=current_hash,
-                recorded=obj.wait_for_logs is not None and self.recorded(obj.state, node),
+                recorded=logged and self.recorded(obj.state, node),
+                matched_before=self.matched_before(node) if logged else frozenset(),
             )  # fmt: skip
         live = seen.objects.get(ref)
         if obj.kind == "Pod":
@@ -233,8 +238,11 @@ class _Judge:
             where = obj.node
             if _collected(pod) and (ref in seen.finished or self._recorded(obj.state, where)):
                 return readiness.READY  # it succeeded, and then the pod garbage collector took it
-            logged = obj.wait_for_logs is not None and self._recorded(obj.state, where)
-            verdict = readiness.pod_verdict(obj, pod, logs=seen.logs, recorded=logged)
+            logged = obj.wait_for_logs is not None
+            verdict = readiness.pod_verdict(
+                obj, pod, logs=seen.logs, recorded=logged and self._recorded(obj.state, where),
+                matched_before=self.matched_before(where) if logged and where else frozenset(),
+            )  # fmt: skip
             retry = seen.retries.get(ref)
             if retry is not None and verdict.outcome is readiness.Outcome.WAITING:
                 # Backing off a failed pod, or waiting on its replacement, is no progress:
@@ -245,6 +253,15 @@ class _Judge:
 
     def recorded(self, state: str, node: str) -> bool:
         return recorded(self._seen, sr_name=self._wanted.sr_name, state=state, node=node)
+
+    def matched_before(self, node: str) -> frozenset[str]:
+        """The uids of pods whose log match ``node`` records (``lifecycle.logs_annotation``)."""
+        known = self._matched.get(node)
+        if known is None:
+            view = self._seen.nodes.get(node)
+            raw = view.annotations.get(self._matched_key, "") if view is not None else ""
+            known = self._matched[node] = frozenset(raw.split())
+        return known
 
     def _recorded(self, state: str, node: str | None) -> bool:
         """``recorded`` on ``node``; for a cluster-wide pod (None), ``recorded_anywhere``."""
@@ -293,8 +310,10 @@ class _Judge:
             tails = tuple([logs.get(p.uid) for p in pods] + [logs.get(p.uid) for p in named if p is not None])
         else:
             tails = ()
-        # A tail not read yet counts as matched where the label records it (``readiness``).
-        records = [self.recorded(state, node) for state in self._logs_states]
+        # A tail not read yet counts as matched where the node records it (``readiness``).
+        records: list[object] = [self.recorded(state, node) for state in self._logs_states]
+        if self._logs_states:
+            records.append(self.matched_before(node))
         upgrading = self._upgrading is not None and node in self._upgrading
         return (reset, upgrading, pods, named, collected, tails, records)
 
@@ -328,6 +347,7 @@ def walk(
     refs = indexed.refs
     judge = _Judge(wanted, seen, indexed, upgrading)
     logs: set[progress.LogRequest] = set()
+    matched: dict[str, tuple[str, ...]] = {}
     nodes: dict[str, dict[str, progress.NodeState]] = {}
     phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
     # Frozen, so one of each serves every node: a reset, and a wait on each state.
@@ -346,12 +366,15 @@ def walk(
         if known is not None:  # nothing this node's walk reads changed since the last
             remembered[node] = known
             logs.update(known.logs)
+            if known.matched:
+                matched[node] = known.matched
             for state, ns in known.states.items():
                 phases[state][ns.phase] += 1
             nodes[node] = dict(known.states)
             continue
         states: dict[str, progress.NodeState] = {}
         needed: list[progress.LogRequest] = []
+        found: list[str] = []
         if node in reset:
             states = dict.fromkeys(order, was_reset)
         else:
@@ -364,13 +387,21 @@ def walk(
                 for verdict in verdicts:
                     if verdict.logs_needed:
                         needed.extend(verdict.logs_needed)
+                    if verdict.matched:
+                        found.extend(verdict.matched)
                 states[state] = _combine(verdicts)
         logs.update(needed)
-        remembered[node] = walk_memo.Remembered(key=key, states=dict(states), logs=tuple(needed))
+        uids = tuple(sorted(set(found)))
+        if uids:
+            matched[node] = uids
+        remembered[node] = walk_memo.Remembered(
+            key=key, states=dict(states), logs=tuple(needed), matched=uids
+        )
         for state, ns in states.items():
             phases[state][ns.phase] += 1
         nodes[node] = states
     memo = walk_memo.Memo(objects=wanted.objects, key=pass_key, nodes=remembered, index=indexed)
     return progress.Walk(
-        order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo
-    )
+        order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo,
+        matched=matched,
+    )  # fmt: skip

@@ -43,6 +43,7 @@ class Remembered:
     key: NodeKey
     states: Mapping[str, progress.NodeState]
     logs: tuple[progress.LogRequest, ...]
+    matched: tuple[str, ...] = ()  # ``progress.Walk.matched``
 
 
 def same(a: Sequence[desired.DesiredObject], b: Sequence[desired.DesiredObject]) -> bool:

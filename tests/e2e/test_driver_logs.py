@@ -107,12 +107,20 @@ async def test_a_restarted_operator_keeps_the_states_after_a_matched_driver_and_
     await waiting.wait_for(
         operator.idle, timeout=60, interval=0.5, message="the restarted operator reconciled everything"
     )
-    # Its first pass had no tail read yet: the driver's label stood for the match, so no
-    # plugin label went and no pod was deleted; the tails were read all the same.
+    # The new process read no tail: each node records the pod whose log matched, so no
+    # plugin label went, no pod was deleted, and no log was read again.
     assert operator.writes() == 0, [m for m in operator.metrics() if m[0] == "sro_api_requests_total"]
     reads = [
         v for n, labels, v in operator.metrics()
         if n == "sro_api_requests_total" and labels.get("resource") == "pods/log"
     ]  # fmt: skip
-    assert sum(reads) == 2, reads
+    assert sum(reads) == 0, reads
     assert srs.status(made.cluster, name)["phase"] == "Ready"
+    drivers = {
+        p["spec"]["nodeName"]: p["metadata"]["uid"]
+        for p in made.cluster.kubectl_json("get", "pods", "-n", name, "-l", "app=driver")["items"]
+    }
+    assert len(drivers) == 2, drivers
+    for node, uid in drivers.items():
+        notes = made.cluster.kubectl_json("get", "node", node)["metadata"]["annotations"]
+        assert notes[f"sro.dev/logs.{name}"] == uid

@@ -29,7 +29,7 @@ from builders import (
 
 from sro import errors
 from sro.model import progress, views
-from sro.plan import lifecycle, node_patches, teardown, walk
+from sro.plan import inputs, lifecycle, node_patches, teardown, walk
 
 pytestmark = pytest.mark.unit
 
@@ -137,3 +137,12 @@ def test_teardown_removes_only_this_srs_labels_and_recorded_taints() -> None:
     assert change.labels == {"gpu.sro.dev/s": None}
     assert change.taints == ()
     assert not down.done
+
+
+def test_a_node_with_only_a_log_record_left_still_counts_as_carrying_the_special_resource() -> None:
+    record = {lifecycle.logs_annotation(SR): "uid-1"}
+    bare = views.NodeView(name="n1", annotations=record)
+    assert inputs.departed(SR, [bare], selected=frozenset()) == (bare,)
+    assert inputs.carrying(SR, [bare], ()) == (bare,)
+    (change,) = lifecycle.strip_nodes(SR, [bare])
+    assert change.annotations == {lifecycle.logs_annotation(SR): None}

@@ -414,10 +414,14 @@ def restarted_world() -> tuple[desired.DesiredState, list[views.PodView]]:
     return want, [ds_pod(driver, "n1"), bare_pod(validation[0]), ds_pod(plugin, "n1")]
 
 
-def walked_node(*names: str) -> views.NodeView:
-    """Node n1 as sro leaves it once ``names`` are complete there."""
+def walked_node(*names: str, matched: str = "") -> views.NodeView:
+    """Node n1 as sro leaves it once ``names`` are complete there (``matched``: its record
+    of the pods whose log matched)."""
     labels = {**{label(n): "ready" for n in names}, lifecycle.complete_label(SR): "true"}
-    return node("n1", labels, annotations={lifecycle.kernel_annotation(SR): K1.key})
+    notes = {lifecycle.kernel_annotation(SR): K1.key}
+    if matched:
+        notes[lifecycle.logs_annotation(SR)] = matched
+    return node("n1", labels, annotations=notes)
 
 
 def test_a_restarted_operator_keeps_a_recorded_log_match_until_it_reads_the_tail() -> None:
@@ -463,6 +467,50 @@ def test_an_unread_tail_on_a_node_without_the_label_waits_and_the_memo_sees_the_
     assert again.walk is not None
     assert again.walk.nodes["n1"]["state-driver"].phase.value == "Progressing"
     assert "waiting for logs" in again.walk.nodes["n1"]["state-driver"].reason
+
+
+def test_the_label_that_completes_a_logged_state_records_the_matching_pod_on_the_node() -> None:
+    want, pods = restarted_world()
+    fresh = node("n1", annotations={lifecycle.kernel_annotation(SR): K1.key})
+    objects = [live(o) for o in want.objects]
+    logs = {pods[0].uid: {"main": "building\ndriver loaded\n"}}
+    planned = planner.plan(want, seen([fresh], objects=objects, pods=pods[:1], logs=logs), now=T0)
+    (change,) = planned.node_labels
+    assert change.labels[label("state-driver")] == "ready"
+    assert change.annotations == {lifecycle.logs_annotation(SR): pods[0].uid}
+
+
+def test_a_restart_trusts_the_recorded_match_without_reading_the_log_again() -> None:
+    want, pods = restarted_world()
+    noted = walked_node("state-driver", "state-validation", "state-plugin", matched=pods[0].uid)
+    objects = [live(o) for o in want.objects]
+    # The tail read since holds no match any more (the driver logged on): the record stands.
+    for logs in ({}, {pods[0].uid: {"main": "heartbeat\n" * 3}}):
+        planned = planner.plan(want, seen([noted], objects=objects, pods=pods, logs=logs), now=T0)
+        assert planned.logs_needed == () and planned.node_labels == () and planned.delete == ()
+        assert planned.status["phase"] == "Ready"
+
+
+def test_a_record_of_another_pod_is_no_match_and_a_reset_takes_it_off() -> None:
+    want, pods = restarted_world()
+    noted = walked_node("state-driver", "state-validation", "state-plugin", matched="an-older-pod")
+    objects = [live(o) for o in want.objects]
+    # Replaced while no operator ran: its tail is read, as for a node with no record ...
+    unread = planner.plan(want, seen([noted], objects=objects, pods=pods), now=T0)
+    assert [r.uid for r in unread.logs_needed] == [pods[0].uid]
+    # ... and without the match, the later states reset and the stale record goes with them.
+    logs = {pods[0].uid: {"main": "still building\n"}}
+    planned = planner.plan(want, seen([noted], objects=objects, pods=pods, logs=logs), now=T0)
+    (change,) = planned.node_labels
+    assert change.labels[label("state-plugin")] is None
+    assert change.annotations == {lifecycle.logs_annotation(SR): None}
+
+
+def test_removing_a_special_resource_takes_its_log_record_off_the_nodes() -> None:
+    noted = node("n1", {label("state-driver"): "ready"}, annotations={lifecycle.logs_annotation(SR): "uid-1"})
+    (change,) = lifecycle.strip_nodes(SR, [noted])
+    assert change.annotations == {lifecycle.logs_annotation(SR): None}
+    assert change.labels == {label("state-driver"): None}
 
 
 @pytest.mark.parametrize(("age", "poll"), [(0.5, 1.0), (2.0, 1.0), (20.0, 5.0), (100.0, 10.0), (None, 10.0)])

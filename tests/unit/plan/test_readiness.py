@@ -300,3 +300,19 @@ def test_an_unread_tail_counts_as_matched_only_where_the_node_records_the_match(
     done = bare_pod(finished, containers=(container(terminated_reason="Completed", exit_code=0),))
     logs = {} if tails is None else {done.uid: tails}
     assert readiness.pod_verdict(finished, done, logs=logs, recorded=recorded).outcome is outcome
+
+
+def test_a_pod_the_node_records_as_matched_needs_no_read_however_its_log_ran_on() -> None:
+    logged = ds("driver", "state-driver", logs=r"driver loaded")
+    pod = ds_pod(logged, "n1")
+    for logs in ({}, {pod.uid: {"main": "heartbeat\n"}}):
+        verdict = readiness.daemonset_on_node(
+            logged, live(logged), [pod], logs=logs, matched_before=frozenset({pod.uid})
+        )
+        assert verdict.outcome is Outcome.READY and verdict.logs_needed == ()
+        assert verdict.matched == (pod.uid,)
+    # A record of another pod is none of this one's: its tail decides.
+    other = readiness.daemonset_on_node(
+        logged, live(logged), [pod], logs={pod.uid: {"main": "heartbeat\n"}}, matched_before=frozenset({"x"})
+    )
+    assert other.outcome is Outcome.WAITING and other.matched == ()
