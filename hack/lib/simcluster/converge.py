@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -347,8 +348,14 @@ def main(argv: list[str]) -> int:
     inv = out / "inventory.yaml"
     inv.write_text(yaml.safe_dump(inventory(args.nodes, args.kernels)))
     print(f"bench converge in {run.root}: {args.nodes} GPU nodes, {args.kernels} kernels", flush=True)
-    hack_cluster(run, "up", "--inventory", str(inv), "--pod-gc-threshold", str(args.pod_gc_threshold))
+    # Ctrl-C and a plain kill (timeout(1), a CI job cancelled) both unwind through the finally
+    # blocks that stop the operator and take the cluster down. Set both: a background job of
+    # a non-interactive shell starts with SIGINT ignored, and SIGTERM would end the process
+    # on the spot, leaving the operator and the control plane running.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.default_int_handler)
     try:
+        hack_cluster(run, "up", "--inventory", str(inv), "--pod-gc-threshold", str(args.pod_gc_threshold))
         kubectl = [str(layout.binary("kubectl")), "--kubeconfig", str(run.kubeconfig)]
         subprocess.run([*kubectl, "apply", "--server-side", "-f", str(CRD)], check=True, capture_output=True)
         figures = asyncio.run(measure(args, run, out))
