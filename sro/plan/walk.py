@@ -35,9 +35,11 @@ alike by the label on any selected node.
 
 A ``wait-for-logs`` match is recorded on the node by the uid of the pod that printed it
 (``lifecycle.logs_annotation``, ``Walk.matched``), so a restarted operator takes it as
-matched without reading its log again. A pod no record lists whose tails this process
-has not read counts as matched on a node carrying its state's label while they are read
-(``readiness.logs_verdict``): a restart of the operator resets nothing either way.
+matched without reading its log again. On a node that holds no such record at all (walked
+by a version of sro without it) and whose driver is not being replaced, a pod whose tails
+this process has not read counts as matched while they are read if the node carries its
+state's label (``readiness.logs_verdict``): a restart of the operator resets nothing
+either way. A pod the record does not list, where there is one, waits for its own tail.
 
 A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
 while its replacement runs (``observed.Retry``): only a replacement that succeeds is
@@ -229,7 +231,7 @@ class _Judge:
             logged = obj.wait_for_logs is not None
             return readiness.daemonset_on_node(
                 obj, live, pods, logs=seen.logs, previous_counts=previous, current_hash=current_hash,
-                recorded=logged and self.recorded(obj.state, node),
+                recorded=logged and self._label_stands_for_logs(obj.state, node),
                 matched_before=self.matched_before(node) if logged else frozenset(),
             )  # fmt: skip
         live = seen.objects.get(ref)
@@ -240,7 +242,8 @@ class _Judge:
                 return readiness.READY  # it succeeded, and then the pod garbage collector took it
             logged = obj.wait_for_logs is not None
             verdict = readiness.pod_verdict(
-                obj, pod, logs=seen.logs, recorded=logged and self._recorded(obj.state, where),
+                obj, pod, logs=seen.logs,
+                recorded=logged and where is not None and self._label_stands_for_logs(obj.state, where),
                 matched_before=self.matched_before(where) if logged and where else frozenset(),
             )  # fmt: skip
             retry = seen.retries.get(ref)
@@ -253,6 +256,14 @@ class _Judge:
 
     def recorded(self, state: str, node: str) -> bool:
         return recorded(self._seen, sr_name=self._wanted.sr_name, state=state, node=node)
+
+    def _label_stands_for_logs(self, state: str, node: str) -> bool:
+        """Whether ``state``'s ready label on ``node`` may stand for a log match not read
+        yet: only where the node holds no record of matches at all (walked by a version
+        of sro without it) and its driver is not being replaced (a new pod under a label
+        the old one earned proves nothing)."""
+        upgrading = self._upgrading is not None and node in self._upgrading
+        return not upgrading and not self.matched_before(node) and self.recorded(state, node)
 
     def matched_before(self, node: str) -> frozenset[str]:
         """The uids of pods whose log match ``node`` records (``lifecycle.logs_annotation``)."""

@@ -37,7 +37,7 @@ from builders import (
 )
 
 from sro.model import desired, views
-from sro.plan import lifecycle, log_polls, observed, planner, pod_retries
+from sro.plan import lifecycle, log_polls, observed, planner, pod_retries, walk
 from sro.status import events, summary
 
 pytestmark = pytest.mark.unit
@@ -495,9 +495,12 @@ def test_a_record_of_another_pod_is_no_match_and_a_reset_takes_it_off() -> None:
     want, pods = restarted_world()
     noted = walked_node("state-driver", "state-validation", "state-plugin", matched="an-older-pod")
     objects = [live(o) for o in want.objects]
-    # Replaced while no operator ran: its tail is read, as for a node with no record ...
+    # Replaced while no operator ran: the label the old pod earned proves nothing of the
+    # new one, which waits for its own tail ...
     unread = planner.plan(want, seen([noted], objects=objects, pods=pods), now=T0)
     assert [r.uid for r in unread.logs_needed] == [pods[0].uid]
+    assert unread.walk is not None
+    assert unread.walk.nodes["n1"]["state-driver"].phase.value == "Progressing"
     # ... and without the match, the later states reset and the stale record goes with them.
     logs = {pods[0].uid: {"main": "still building\n"}}
     planned = planner.plan(want, seen([noted], objects=objects, pods=pods, logs=logs), now=T0)
@@ -786,3 +789,15 @@ def test_a_proof_is_dropped_once_its_node_is_reset() -> None:
     world.pod_outcome = {}
     world.settle()
     assert world.created.count(ref) == 2, "after the reset the validation runs again"
+
+
+def test_a_driver_being_replaced_waits_for_its_own_tail_even_under_the_old_label() -> None:
+    want, pods = restarted_world()
+    labelled = walked_node("state-driver", "state-validation", "state-plugin")
+    objects = [live(o) for o in want.objects]
+    observed_ = seen([labelled], objects=objects, pods=pods)
+    kept = walk.walk(want, observed_)
+    assert kept.nodes["n1"]["state-driver"].phase.value == "Complete"  # no record, not replacing
+    replacing = walk.walk(want, observed_, upgrading=frozenset({"n1"}))
+    assert replacing.nodes["n1"]["state-driver"].phase.value == "Progressing"
+    assert "waiting for logs" in replacing.nodes["n1"]["state-driver"].reason
