@@ -222,7 +222,8 @@ def _node_change(
     matched = logs_annotation(wanted.sr_name)
     if labels:  # the record of log matches rides along with a label change
         uids = " ".join(walked.matched.get(name, ()))
-        notes.update({matched: uids} if uids else {})
+        if uids:
+            notes[matched] = uids
     owned = (matched,) if labels and matched in node.annotations else ()
     annotations = _diff(node.annotations, notes, owned=owned)
     taints = _taints(node, sr_name=wanted.sr_name, wanted=seen.taints)

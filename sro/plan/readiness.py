@@ -21,10 +21,10 @@ Where it is silent, the contract is read this way (and tested so):
   lists (``matched_before``: the annotation ``sro.dev/logs.<sr>``, written with the label
   of the state it completed) counts as matched without reading its tails again, however
   far its log has run on since;
-* a pod whose tails this process has not read yet and that no record lists (a node walked
-  by a version of sro without that record) counts as matched on a node that carries its
-  state's ready label (``recorded``: sro's record that the state completed), while its
-  tails are asked for; judging it by a read that has not happened would reset every later
+* a pod whose tails this process has not read yet counts as matched where ``recorded``
+  says the node's ready label may stand for it (``walk`` decides: a node with no record of
+  matches at all, walked by a version of sro without it, whose driver is not being
+  replaced), while its tails are asked for; judging it by a read that has not happened would reset every later
   state on every node, their device plugins included, at each restart of the operator.
   Once read, the tails decide as always.
 """

@@ -262,8 +262,11 @@ class _Judge:
         yet: only where the node holds no record of matches at all (walked by a version
         of sro without it) and its driver is not being replaced (a new pod under a label
         the old one earned proves nothing)."""
-        upgrading = self._upgrading is not None and node in self._upgrading
-        return not upgrading and not self.matched_before(node) and self.recorded(state, node)
+        return not self._replacing(node) and not self.matched_before(node) and self.recorded(state, node)
+
+    def _replacing(self, node: str) -> bool:
+        """Whether a driver upgrade is replacing ``node``'s driver pod."""
+        return self._upgrading is not None and node in self._upgrading
 
     def matched_before(self, node: str) -> frozenset[str]:
         """The uids of pods whose log match ``node`` records (``lifecycle.logs_annotation``)."""
@@ -325,8 +328,7 @@ class _Judge:
         records: list[object] = [self.recorded(state, node) for state in self._logs_states]
         if self._logs_states:
             records.append(self.matched_before(node))
-        upgrading = self._upgrading is not None and node in self._upgrading
-        return (reset, upgrading, pods, named, collected, tails, records)
+        return (reset, self._replacing(node), pods, named, collected, tails, records)
 
     def on_node(self, state: str, node: str) -> list[readiness.Verdict]:
         group = self._wanted.kernel_groups.get(node)
