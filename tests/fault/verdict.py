@@ -124,6 +124,16 @@ def applies_per_object(writes: Sequence[audit.Write]) -> Counter[tuple[str, str,
     )
 
 
+def _timeline(writes: Sequence[audit.Write], key: tuple[str, str, str]) -> str:
+    """Every write of one object, in order: when, by which process, which verb, what answer
+    (a failure names the object's own history, to tell retries from repeats)."""
+    return "; ".join(
+        f"{w.time:%H:%M:%S.%f} {w.user.rsplit(':', 1)[-1]} {w.verb} {w.code}"
+        for w in sorted(writes, key=lambda w: w.time)
+        if (w.resource, w.namespace, w.name) == key and not w.subresource
+    )
+
+
 def driver_replacements(
     rec: recorder_mod.Recorder, *, round_: lifecycle.Round, writes: Sequence[audit.Write] = ()
 ) -> list[str]:
@@ -233,7 +243,11 @@ def judge(
         for e in fleet.unexpected_exits()
     ]
     applies = applies_per_object(mine)
-    problems += [f"{n} applies of {'/'.join(key)}" for key, n in applies.items() if n > MOST_APPLIES]
+    problems += [
+        f"{n} applies of {'/'.join(key)}: {_timeline(mine, key)}"
+        for key, n in applies.items()
+        if n > MOST_APPLIES
+    ]
     totals = Totals(
         sro_writes=len(mine),
         by_verb=dict(Counter(w.verb for w in mine if not _is_lease(w))),
