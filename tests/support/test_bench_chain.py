@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,32 @@ def test_a_run_to_completion_pod_is_done_when_it_succeeded_not_while_it_runs_rea
     for policy in converge_floor.RUN_TO_COMPLETION:
         assert not converge_floor.pod_done({"spec": {"restartPolicy": policy}, "status": ready})
         assert converge_floor.pod_done({"spec": {"restartPolicy": policy}, "status": {"phase": "Succeeded"}})
+
+
+def _pod(uid: str, *, phase: str = "Running", ready: bool = True, policy: str = "Always") -> dict[str, Any]:
+    return {
+        "metadata": {"uid": uid},
+        "spec": {"restartPolicy": policy},
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]},
+    }
+
+
+def test_a_succeeded_pod_stays_done_after_the_pod_gc_deletes_it_even_across_a_relist() -> None:
+    tally = converge_floor.Tally()
+    tally.listed([_pod("ds"), _pod("v", policy="Never")])
+    assert tally.count == 1, "a validation running Ready is not done"
+    assert tally.event("MODIFIED", _pod("v", phase="Succeeded", ready=False, policy="Never")) == (False, True)
+    assert tally.event("DELETED", _pod("v", phase="Succeeded", ready=False, policy="Never")) == (True, True)
+    assert tally.count == 2
+    tally.listed([_pod("ds")])  # the watch timed out; the new list no longer has it
+    assert tally.count == 2
+
+
+def test_a_ready_pod_counts_only_while_it_exists_and_is_ready() -> None:
+    tally = converge_floor.Tally()
+    tally.listed([_pod("a"), _pod("b")])
+    assert tally.event("MODIFIED", _pod("a", ready=False)) == (True, False)
+    assert tally.event("DELETED", _pod("b")) == (True, False)
+    assert tally.count == 0
+    tally.listed([_pod("a")])
+    assert tally.count == 1

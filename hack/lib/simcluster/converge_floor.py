@@ -242,22 +242,57 @@ def chain_seconds(fastest: Mapping[str, float], after: Mapping[str, Sequence[str
     return max((end(s) for s in after), default=0.0)
 
 
+@dataclass
+class Tally:
+    """Which pods are done, from a list and the watch events after it. A pod seen
+    Succeeded stays done once deleted (the pod garbage collector takes finished pods while
+    the rest still run, and a watch's list after that no longer has them); a Ready pod
+    counts only while it exists and is Ready."""
+
+    done: dict[str, bool] = field(default_factory=dict)
+    succeeded: set[str] = field(default_factory=set)
+
+    @property
+    def count(self) -> int:
+        return sum(self.done.values())
+
+    def _note(self, pod: Mapping[str, Any]) -> str:
+        uid = str(pod["metadata"]["uid"])
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            self.succeeded.add(uid)
+        return uid
+
+    def listed(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.done = {uid: True for uid in self.succeeded}
+        for pod in items:
+            self.done[self._note(pod)] = pod_done(pod)
+
+    def event(self, kind: str, pod: Mapping[str, Any]) -> tuple[bool, bool]:
+        """Fold one watch event in; (done before, done now) for that pod."""
+        uid = self._note(pod)
+        was = self.done.pop(uid, False)
+        now = uid in self.succeeded or (kind != "DELETED" and pod_done(pod))
+        if now or kind != "DELETED":
+            self.done[uid] = now
+        return was, now
+
+
 async def wait_pods(
     client: kube.Kube, *, namespace: str, expected: int, started: float, within: float
 ) -> PodTimes:
-    """Watch the namespace's pods until ``expected`` of them are done (``PodTimes``)."""
+    """Watch the namespace's pods until ``expected`` of them are done (``Tally``)."""
     path = f"/api/v1/namespaces/{namespace}/pods"
-    done: dict[str, bool] = {}
+    tally = Tally()
     times = PodTimes()
     curve = times.curve
     deadline = started + within
     while True:
         listed = await client.get(path, request_seconds=120)
-        done = {p["metadata"]["uid"]: pod_done(p) for p in listed["items"]}
+        tally.listed(listed["items"])
         for p in listed["items"]:
-            times.saw(p, done=done[p["metadata"]["uid"]])
+            times.saw(p, done=tally.done[p["metadata"]["uid"]])
         version = listed["metadata"]["resourceVersion"]
-        count = sum(done.values())
+        count = tally.count
         curve.append((time.monotonic() - started, count))
         if count >= expected:
             return times
@@ -266,11 +301,8 @@ async def wait_pods(
                 if event.get("type") == "BOOKMARK":
                     continue
                 pod = event["object"]
-                uid = pod["metadata"]["uid"]
-                was = done.pop(uid, False)
-                now = event["type"] != "DELETED" and pod_done(pod)
+                was, now = tally.event(event["type"], pod)
                 if event["type"] != "DELETED":
-                    done[uid] = now
                     times.saw(pod, done=now)
                 if now != was:
                     count += 1 if now else -1
