@@ -13,8 +13,8 @@ longer desired, or the label records it.
 from __future__ import annotations
 
 from sro.model import desired, progress
+from sro.plan import judge
 from sro.plan import observed as observed_
-from sro.plan import walk as walk_
 
 
 def still_needed(
@@ -31,7 +31,7 @@ def still_needed(
             continue  # no longer desired, or cluster-wide (its label goes on every node at once)
         if walked.state_of(obj.node, obj.state).phase is progress.Phase.PENDING:
             continue  # reset or closed on that node: the run it proves no longer counts
-        if walk_.recorded(seen, sr_name=wanted.sr_name, state=obj.state, node=obj.node):
+        if judge.recorded(seen, sr_name=wanted.sr_name, state=obj.state, node=obj.node):
             continue  # recorded: the label proves it from now on
         kept.append(ref)
     return frozenset(kept)

@@ -7,55 +7,24 @@ the node: its per-node workloads (the DaemonSets placed on it — for kernel-aff
 the copy of the node's kernel group — and its own per-node pods) and the state's
 cluster-wide objects. A state with no objects is complete as soon as it opens. Since every
 phase is recomputed from what the cluster shows, a state that stops being complete makes
-every later state Pending on that node again, which is what resets them.
+every later state Pending on that node again, which is what resets them. Nodes in
+``reset`` (a kernel change, see ``lifecycle``) have every state Pending for this pass:
+they start over.
 
-On nodes not in ``upgrading`` (``sro.plan.upgrade``: those whose driver pod sro is
-replacing), a pod of an older template of an ``OnDelete`` DaemonSet still counts: the
-node runs its previous driver until its turn. Objects with ``wait: false`` never gate.
-Nodes in ``reset`` (a kernel change, see ``lifecycle``) have every state Pending for this
-pass: they start over.
-
-A DaemonSet pod whose ``Ready`` the node controller withdrew (its kubelet stopped
-reporting; ``views.PodView.ready_withdrawn``) still counts: a heartbeat gap is no news of
-the driver, and resetting every later state would delete and re-run their pods. A pod the
-kubelet itself reports not ready (a restart after a reboot, a crash) resets as before.
-
-A per-node pod that is gone, or that succeeded and is being deleted, while its node
-carries its state's ready label succeeded before and was then deleted by someone else:
-the pod garbage collector above all (it deletes the oldest finished pods once a cluster
-holds more than ``--terminated-pod-gc-threshold``, 12,500 by default: three validations
-on 4,200 nodes). The label is sro's record of that success, so the state stays complete
-there and the pod is not made again; judging it absent would reset every later state on
-the node and take its device plugin away. The label is read as of sro's own last write
-to the node: from the cache, or while the cache lags that write, from what the patch
-returned (``Observed.own_labels``); so one sro just removed (a reset) is never taken for a
-record, and one it just set counts before the watch brings it. Removing the label by
-hand runs the pod again. A pod of the state that runs once for the cluster is recorded
-alike by the label on any selected node.
-
-A ``wait-for-logs`` match is recorded on the node by the uid of the pod that printed it
-(``lifecycle.logs_annotation``, ``Walk.matched``), so a restarted operator takes it as
-matched without reading its log again. On a node that holds no such record at all (walked
-by a version of sro without it) and whose driver is not being replaced, a pod whose tails
-this process has not read counts as matched while they are read if the node carries its
-state's label (``readiness.logs_verdict``): a restart of the operator resets nothing
-either way. A pod the record does not list, where there is one, waits for its own tail.
-
-A per-node pod that failed keeps its state *Failed* on its node while sro backs off and
-while its replacement runs (``observed.Retry``): only a replacement that succeeds is
-progress, so the status does not flip to Progressing on every retry.
+What each object says of a node (its verdict) is ``sro.plan.judge``'s; what the walk
+remembers of a node between passes, ``sro.plan.walk_memo``'s.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from sro import errors
-from sro.model import desired, progress, views
-from sro.plan import lifecycle, readiness, walk_memo
+from sro.model import desired, progress
+from sro.plan import judge as judge_
 from sro.plan import observed as observed_
+from sro.plan import readiness, walk_memo
 
 RESET_REASON = "kernel changed: the node walks the states again"
 
@@ -84,18 +53,6 @@ def topological_order(states: Sequence[desired.StateSpec]) -> tuple[str, ...]:
     return tuple(done)
 
 
-def is_per_node(obj: desired.DesiredObject) -> bool:
-    """DaemonSets and per-node pods are judged per node; everything else cluster-wide."""
-    return obj.kind == "DaemonSet" or obj.node is not None
-
-
-def concerns_node(obj: desired.DesiredObject, *, node: str, group: desired.KernelGroup | None) -> bool:
-    """Whether a per-node object runs on ``node`` (whose kernel group is ``group``)."""
-    if obj.node is not None:
-        return obj.node == node
-    return obj.kernel_group is None or obj.kernel_group == group
-
-
 _COMPLETE = progress.NodeState(phase=progress.Phase.COMPLETE)  # frozen: one serves every node
 
 
@@ -114,236 +71,6 @@ def _combine(verdicts: Sequence[readiness.Verdict]) -> progress.NodeState:
     return progress.NodeState(phase=progress.Phase.PROGRESSING, reason=wait.reason, stuck=wait.stuck)
 
 
-def _collected(pod: views.PodView | None) -> bool:
-    """Gone, or going after it succeeded: what someone else's deletion of a per-node
-    pod that ran leaves (a graceful delete is seen first as a deletion timestamp)."""
-    return pod is None or (pod.deleting and pod.phase == "Succeeded")
-
-
-def recorded(seen: observed_.Observed, *, sr_name: str, state: str, node: str) -> bool:
-    """Whether ``node`` carries ``state``'s ready label as of sro's own last write to it
-    (``Observed.own_labels``: a label sro just removed does not count)."""
-    view = seen.nodes.get(node)
-    if view is None:
-        return False
-    return seen.own_labels(view).get(lifecycle.state_label(sr_name, state)) == lifecycle.READY_VALUE
-
-
-@dataclass(frozen=True, kw_only=True)
-class Index:
-    """The desired objects a walk judges, indexed by state and node: the same for every
-    pass that walks the same objects (a render reused), so the walk's memory keeps it."""
-
-    objects: tuple[desired.DesiredObject, ...]
-    states: tuple[desired.StateSpec, ...]
-    refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]]
-    shared: Mapping[str, list[desired.DesiredObject]]  # state -> its cluster-wide objects
-    daemonsets: Mapping[str, list[desired.DesiredObject]]  # state -> its DaemonSets
-    pinned: Mapping[tuple[str, str], list[desired.DesiredObject]]  # (state, node) -> its per-node objects
-    pinned_on: Mapping[str, list[desired.DesiredObject]]  # node -> its per-node objects
-    pinned_names: Mapping[str, list[tuple[str, str]]]  # the same, as ``Observed.pods_by_name`` keys
-    logs_states: tuple[str, ...]  # states with a ``wait-for-logs`` object: their labels stand for a read
-
-
-def index(wanted: desired.DesiredState, last: object) -> Index:
-    """``last`` when it indexed these very objects and states, else a new index."""
-    if (
-        isinstance(last, Index)
-        and last.states == wanted.states
-        and walk_memo.same(last.objects, wanted.objects)
-    ):
-        return last
-    refs = {id(o): (o, o.ref) for o in wanted.objects}
-    shared: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
-    daemonsets: dict[str, list[desired.DesiredObject]] = {s.name: [] for s in wanted.states}
-    pinned: dict[tuple[str, str], list[desired.DesiredObject]] = {}
-    pinned_on: dict[str, list[desired.DesiredObject]] = {}
-    pinned_names: dict[str, list[tuple[str, str]]] = {}
-    logs_states: dict[str, None] = {}
-    for o in wanted.objects:
-        if not o.wait or o.state not in shared:
-            continue
-        if o.wait_for_logs is not None:
-            logs_states[o.state] = None
-        if o.node is not None:
-            pinned.setdefault((o.state, o.node), []).append(o)
-            pinned_on.setdefault(o.node, []).append(o)
-            ref = refs[id(o)][1]
-            pinned_names.setdefault(o.node, []).append((ref.namespace, ref.name))
-        elif o.kind == "DaemonSet":
-            daemonsets[o.state].append(o)
-        else:
-            shared[o.state].append(o)
-    return Index(
-        objects=wanted.objects, states=wanted.states, refs=refs, shared=shared, daemonsets=daemonsets,
-        pinned=pinned, pinned_on=pinned_on, pinned_names=pinned_names, logs_states=tuple(logs_states),
-    )  # fmt: skip
-
-
-class _Judge:
-    """Verdicts of one state's objects, cluster-wide ones computed once per state.
-
-    Objects are indexed once (per state; per-node pods per state and node) so walking
-    thousands of nodes stays linear in nodes times states.
-    """
-
-    def __init__(
-        self,
-        wanted: desired.DesiredState,
-        seen: observed_.Observed,
-        index: Index,
-        upgrading: frozenset[str] | None = None,
-    ) -> None:
-        self._upgrading = upgrading
-        self._wanted = wanted
-        self._seen = seen
-        self._shared = index.shared
-        self._daemonsets = index.daemonsets
-        self._pinned = index.pinned
-        self._pinned_on = index.pinned_on
-        self._pinned_names = index.pinned_names
-        self._logs_states = index.logs_states
-        self._matched_key = lifecycle.logs_annotation(wanted.sr_name)
-        self._matched: dict[str, frozenset[str]] = {}
-        self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
-        self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
-        self._refs = index.refs
-        self._live: dict[int, tuple[observed_.LiveObject | None, str]] = {}
-
-    def _daemonset(self, obj: desired.DesiredObject) -> tuple[observed_.LiveObject | None, str]:
-        """The live DaemonSet and its current revision's hash: the same on every node."""
-        known = self._live.get(id(obj))
-        if known is None:
-            live = self._seen.objects.get(self._refs[id(obj)][1])
-            current = self._seen.current_revision(live.uid) if live is not None and live.uid else None
-            known = self._live[id(obj)] = (live, current.hash if current is not None else "")
-        return known
-
-    def _one(self, obj: desired.DesiredObject, node: str) -> readiness.Verdict:
-        seen = self._seen
-        ref = self._refs[id(obj)][1]
-        if obj.kind == "DaemonSet":
-            live, current_hash = self._daemonset(obj)
-            pods = seen.daemonset_pods(ref, node)
-            if pods and live is not None and live.uid:  # a recreated DaemonSet's old pods are not its own
-                pods = tuple(p for p in pods if p.owner_uid in ("", live.uid))
-            previous = self._upgrading is not None and node not in self._upgrading
-            logged = obj.wait_for_logs is not None
-            return readiness.daemonset_on_node(
-                obj, live, pods, logs=seen.logs, previous_counts=previous, current_hash=current_hash,
-                recorded=logged and self._label_stands_for_logs(obj.state, node),
-                matched_before=self.matched_before(node) if logged else frozenset(),
-            )  # fmt: skip
-        live = seen.objects.get(ref)
-        if obj.kind == "Pod":
-            pod = seen.pod(ref)
-            where = obj.node
-            if _collected(pod) and (ref in seen.finished or self._recorded(obj.state, where)):
-                return readiness.READY  # it succeeded, and then the pod garbage collector took it
-            logged = obj.wait_for_logs is not None
-            verdict = readiness.pod_verdict(
-                obj, pod, logs=seen.logs,
-                recorded=logged and where is not None and self._label_stands_for_logs(obj.state, where),
-                matched_before=self.matched_before(where) if logged and where else frozenset(),
-            )  # fmt: skip
-            retry = seen.retries.get(ref)
-            if retry is not None and verdict.outcome is readiness.Outcome.WAITING:
-                # Backing off a failed pod, or waiting on its replacement, is no progress:
-                # the state stays Failed, for the same reason, until a replacement succeeds.
-                return readiness.failed(retry.reason or "Failed")
-            return verdict
-        return readiness.cluster_object(obj, live)
-
-    def recorded(self, state: str, node: str) -> bool:
-        return recorded(self._seen, sr_name=self._wanted.sr_name, state=state, node=node)
-
-    def _label_stands_for_logs(self, state: str, node: str) -> bool:
-        """Whether ``state``'s ready label on ``node`` may stand for a log match not read
-        yet: only where the node holds no record of matches at all (walked by a version
-        of sro without it) and its driver is not being replaced (a new pod under a label
-        the old one earned proves nothing)."""
-        return not self._replacing(node) and not self.matched_before(node) and self.recorded(state, node)
-
-    def _replacing(self, node: str) -> bool:
-        """Whether a driver upgrade is replacing ``node``'s driver pod."""
-        return self._upgrading is not None and node in self._upgrading
-
-    def matched_before(self, node: str) -> frozenset[str]:
-        """The uids of pods whose log match ``node`` records (``lifecycle.logs_annotation``)."""
-        known = self._matched.get(node)
-        if known is None:
-            view = self._seen.nodes.get(node)
-            raw = view.annotations.get(self._matched_key, "") if view is not None else ""
-            known = self._matched[node] = frozenset(raw.split())
-        return known
-
-    def _recorded(self, state: str, node: str | None) -> bool:
-        """``recorded`` on ``node``; for a cluster-wide pod (None), ``recorded_anywhere``."""
-        return self.recorded(state, node) if node is not None else self.recorded_anywhere(state)
-
-    def recorded_anywhere(self, state: str) -> bool:
-        """Whether any selected node carries ``state``'s ready label (``recorded``): a
-        cluster-wide pod of the state succeeded, or the label would not be there."""
-        return any(self.recorded(state, node) for node in self._wanted.nodes)
-
-    def cluster(self, state: str) -> tuple[readiness.Verdict, ...]:
-        if state not in self._cluster:
-            self._cluster[state] = tuple(self._one(o, "") for o in self._shared[state])
-        return self._cluster[state]
-
-    def pass_key(self, order: Sequence[str]) -> tuple[object, ...]:
-        """What every node's walk reads alike (``walk_memo``)."""
-        daemonsets = []
-        for objs in self._daemonsets.values():
-            for obj in objs:
-                live, current = self._daemonset(obj)
-                facts = None if live is None else (live.uid, live.template_generation, live.update_strategy)
-                daemonsets.append((facts, current))
-        return (
-            self._wanted.states,
-            self._wanted.kernel_groups,
-            tuple(daemonsets),
-            tuple(self.cluster(state) for state in order),
-            self._seen.retries,
-            self._upgrading is None,
-        )
-
-    def node_key(self, node: str, *, reset: bool) -> walk_memo.NodeKey:
-        """What only ``node``'s walk reads (``walk_memo``)."""
-        seen = self._seen
-        pods = seen.pods_by_node.get(node, ())
-        named = tuple(map(seen.pods_by_name.get, self._pinned_names.get(node, ())))
-        finished = seen.finished
-        collected = [
-            self._refs[id(o)][1] in finished or self.recorded(o.state, node)
-            for o, p in zip(self._pinned_on.get(node, ()), named, strict=True)
-            if _collected(p)
-        ]  # a list: the key is compared, never hashed
-        logs = seen.logs
-        if logs:  # the tails read of every pod the node's walk reads, in that order
-            tails = tuple([logs.get(p.uid) for p in pods] + [logs.get(p.uid) for p in named if p is not None])
-        else:
-            tails = ()
-        # A tail not read yet counts as matched where the node records it (``readiness``).
-        records: list[object] = [self.recorded(state, node) for state in self._logs_states]
-        if self._logs_states:
-            records.append(self.matched_before(node))
-        return (reset, self._replacing(node), pods, named, collected, tails, records)
-
-    def on_node(self, state: str, node: str) -> list[readiness.Verdict]:
-        group = self._wanted.kernel_groups.get(node)
-        placed = self._placed.get((state, group))
-        if placed is None:  # the DaemonSets of a state on a kernel group: the same for its every node
-            placed = tuple(o for o in self._daemonsets[state] if concerns_node(o, node=node, group=group))
-            self._placed[(state, group)] = placed
-        verdicts = [*self.cluster(state)]
-        for obj in placed:
-            verdicts.append(self._one(obj, node))
-        for obj in self._pinned.get((state, node), ()):
-            verdicts.append(self._one(obj, node))
-        return verdicts
-
-
 def walk(
     wanted: desired.DesiredState,
     seen: observed_.Observed,
@@ -356,9 +83,9 @@ def walk(
     ``upgrading`` None: only pods of the current template count anywhere."""
     order = topological_order(wanted.states)
     after = {s.name: s.after for s in wanted.states}
-    indexed = index(wanted, seen.walk_memo.index)  # a render reused: indexed already
+    indexed = judge_.index(wanted, seen.walk_memo.index)  # a render reused: indexed already
     refs = indexed.refs
-    judge = _Judge(wanted, seen, indexed, upgrading)
+    judge = judge_.Judge(wanted, seen, indexed, upgrading)
     logs: set[progress.LogRequest] = set()
     matched: dict[str, tuple[str, ...]] = {}
     nodes: dict[str, dict[str, progress.NodeState]] = {}

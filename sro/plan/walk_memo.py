@@ -76,7 +76,7 @@ class Memo:
     key: tuple[object, ...] = ()
     nodes: Mapping[str, Remembered] = field(default_factory=_no_nodes)
     index: object = None
-    """The objects as the walk indexed them, their refs included (``walk.Index``), reused
+    """The objects as the walk indexed them, their refs included (``judge.Index``), reused
     while they are the same objects."""
     changes: Mapping[str, Changed] = field(default_factory=_no_changes)
     changes_key: tuple[object, ...] = ()
