@@ -54,6 +54,7 @@ class Watch(threading.Thread):
         self.errors = 0
         self._halt = threading.Event()
         self._conn: http.client.HTTPSConnection | None = None
+        self._resp: http.client.HTTPResponse | None = None
         self._lock = threading.Lock()
 
     def _request(self, params: dict[str, str], *, timeout: float) -> http.client.HTTPResponse:
@@ -62,10 +63,19 @@ class Watch(threading.Thread):
         conn = http.client.HTTPSConnection(self.host, self.port, context=self.context, timeout=timeout)
         self._conn = conn
         conn.request("GET", f"{self.path}?{urllib.parse.urlencode(params)}")
-        return conn.getresponse()
+        self._resp = conn.getresponse()
+        return self._resp
 
     def _close(self) -> None:
+        """Close the response and then the connection: an answer with ``Connection: close``
+        (an API server going down) leaves the socket to the response alone, and one
+        collected later with a traceback's cycle is an unclosed socket (a ResourceWarning
+        pytest fails the test on)."""
+        resp, self._resp = self._resp, None
         conn, self._conn = self._conn, None
+        if resp is not None:
+            with contextlib.suppress(OSError):
+                resp.close()
         if conn is not None:
             conn.close()
 
