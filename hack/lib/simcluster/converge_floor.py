@@ -251,10 +251,7 @@ class Tally:
 
     done: dict[str, bool] = field(default_factory=dict)
     succeeded: set[str] = field(default_factory=set)
-
-    @property
-    def count(self) -> int:
-        return sum(self.done.values())
+    count: int = 0  # the done ones, kept as events come (a sum per event would be quadratic)
 
     def _note(self, pod: Mapping[str, Any]) -> str:
         uid = str(pod["metadata"]["uid"])
@@ -266,6 +263,7 @@ class Tally:
         self.done = {uid: True for uid in self.succeeded}
         for pod in items:
             self.done[self._note(pod)] = pod_done(pod)
+        self.count = sum(self.done.values())
 
     def event(self, kind: str, pod: Mapping[str, Any]) -> tuple[bool, bool]:
         """Fold one watch event in; (done before, done now) for that pod."""
@@ -274,6 +272,7 @@ class Tally:
         now = uid in self.succeeded or (kind != "DELETED" and pod_done(pod))
         if now or kind != "DELETED":
             self.done[uid] = now
+        self.count += int(now) - int(was)
         return was, now
 
 
@@ -292,9 +291,8 @@ async def wait_pods(
         for p in listed["items"]:
             times.saw(p, done=tally.done[p["metadata"]["uid"]])
         version = listed["metadata"]["resourceVersion"]
-        count = tally.count
-        curve.append((time.monotonic() - started, count))
-        if count >= expected:
+        curve.append((time.monotonic() - started, tally.count))
+        if tally.count >= expected:
             return times
         try:
             async for event in client.watch(path, resource_version=version, timeout_seconds=60):
@@ -305,14 +303,13 @@ async def wait_pods(
                 if event["type"] != "DELETED":
                     times.saw(pod, done=now)
                 if now != was:
-                    count += 1 if now else -1
-                    curve.append((time.monotonic() - started, count))
-                if count >= expected:
+                    curve.append((time.monotonic() - started, tally.count))
+                if tally.count >= expected:
                     return times
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"{count}/{expected} pods done after {within:g}s")
+                    raise TimeoutError(f"{tally.count}/{expected} pods done after {within:g}s")
         except kube.ApiError as exc:
             if exc.status != 410:
                 raise
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{count}/{expected} pods done after {within:g}s")
+            raise TimeoutError(f"{tally.count}/{expected} pods done after {within:g}s")
