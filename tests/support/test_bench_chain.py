@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import audit, converge, converge_floor
+from simcluster import audit, converge, converge_floor, converge_report, write_cost
 
 pytestmark = pytest.mark.unit
 
@@ -124,3 +124,41 @@ def test_a_ready_pod_counts_only_while_it_exists_and_is_ready() -> None:
     assert tally.count == 0
     tally.listed([_pod("a")])
     assert tally.count == 1
+
+
+def test_the_machine_rows_count_sro_in_its_own_phase_only_and_divide_by_that_phase() -> None:
+    figures = {
+        "floor": {"seconds": 100.0, "control_plane_cpu": {"apiserver": 120.0, "kwok": 60.0}},
+        "sro": {
+            "seconds": 200.0,
+            "cpu_seconds": 40.0,
+            "control_plane_cpu": {"apiserver": 200.0, "kwok": 60.0},
+        },
+    }
+    rows = dict(converge_report.machine_rows(figures))
+    assert rows["floor: CPU of every process"] == "180 CPU-s: apiserver 120, kwok 60"
+    assert rows["floor: cores busy"].startswith("1.80 of ")
+    assert rows["sro: CPU of every process"] == "300 CPU-s: apiserver 200, kwok 60, sro 40"
+    assert rows["sro: cores busy"].startswith("1.50 of ")
+
+
+def test_figures_without_control_plane_cpu_print_no_machine_rows() -> None:
+    assert (
+        converge_report.machine_rows({"floor": {"seconds": 1.0}, "sro": {"seconds": 2.0, "cpu_seconds": 1.0}})
+        == []
+    )
+
+
+def test_a_writes_cost_is_what_its_window_spent_beyond_the_idle_rate_per_write() -> None:
+    spent = {"apiserver": 7.0, "kwok": 0.5}
+    idle = {"apiserver": 0.6, "kwok": 0.9}  # in 6 s: 0.1 and 0.15 a second
+    by = write_cost.per_write(spent, idle, seconds=10.0, idle_seconds=6.0, writes=1000)
+    assert by["apiserver"] == pytest.approx(6.0)  # (7.0 - 1.0) s over 1,000 writes
+    assert by["kwok"] == 0.0  # less than idle: nothing, not a negative cost
+
+
+def test_the_writes_table_is_a_ratio_to_the_post_of_a_pod() -> None:
+    figures = {"POST pod": {"apiserver": 2.0, "etcd": 0.5}, "merge-patch node label": {"apiserver": 5.0}}
+    lines = write_cost.table(figures).splitlines()
+    assert lines[1].split()[2:4] == ["2.50", "1.00x"]
+    assert lines[2].split()[3:5] == ["5.00", "2.00x"]

@@ -25,7 +25,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 MUTATING_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
@@ -179,6 +179,9 @@ def matching(
     return [w for w in writes if all(getattr(w, k) == v for k, v in wanted.items())]
 
 
-def count_by(writes: Iterable[Write], *, key: Callable[[Write], Hashable]) -> Counter[Hashable]:
+K = TypeVar("K", bound=Hashable)
+
+
+def count_by(writes: Iterable[Write], *, key: Callable[[Write], K]) -> Counter[K]:
     """How many writes per ``key(write)``, e.g. ``key=lambda w: (w.verb, w.resource)``."""
     return Counter(key(w) for w in writes)

@@ -33,7 +33,16 @@ from typing import Any
 
 import yaml
 
-from simcluster import audit, controlplane, converge_floor, converge_report, converge_sro, kube, layout
+from simcluster import (
+    audit,
+    controlplane,
+    converge_floor,
+    converge_report,
+    converge_sro,
+    daemons,
+    kube,
+    layout,
+)
 from sro.render import recipe as recipe_
 
 REPO = layout.HACK.parent
@@ -143,9 +152,11 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
     # The chain first, on the idle cluster: one node's objects alone.
     first = next(n for n in labels if converge_floor.expected_pods(objects, [n]))
     node = first[converge_floor.HOSTNAME]
-    alone, _, _ = await _posted(client, converge_floor.one_node(objects, node=node), [first], within=within)
+    alone, _, _, _ = await _posted(
+        client, run, converge_floor.one_node(objects, node=node), [first], within=within
+    )
     chain = converge_floor.chain_seconds(alone.fastest, states_after(RECIPE))
-    times, posts, expected = await _posted(client, objects, labels, within=within)
+    times, posts, expected, cpu = await _posted(client, run, objects, labels, within=within)
     curve = times.curve
     seconds = curve[-1][0]
     print(
@@ -161,17 +172,33 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
         "curve": curve,
         "chain_seconds": chain,
         "chain_pod_seconds": alone.fastest,
+        "control_plane_cpu": cpu,
     }
 
 
+def control_plane_cpu(run: layout.RunDir, since: dict[str, float] | None = None) -> dict[str, float]:
+    """CPU seconds each control-plane process has used, or used ``since`` a reading of it."""
+    now = daemons.cpu_by_name(run.pids)
+    if since is None:
+        return now
+    return {name: spent - since[name] for name, spent in now.items() if name in since}
+
+
 async def _posted(
-    client: kube.Kube, objects: list[dict[str, Any]], labels: list[dict[str, str]], *, within: float
-) -> tuple[converge_floor.PodTimes, int, int]:
+    client: kube.Kube,
+    run: layout.RunDir,
+    objects: list[dict[str, Any]],
+    labels: list[dict[str, str]],
+    *,
+    within: float,
+) -> tuple[converge_floor.PodTimes, int, int, dict[str, float]]:
     """Post ``objects`` at once, time their pods (on nodes labelled ``labels``) to done,
-    then remove it all; what was timed, the POSTs sent and the pods expected."""
+    then remove it all; what was timed, the POSTs sent, the pods expected and the CPU each
+    control-plane process spent until the last pod was done."""
     expected = converge_floor.expected_pods(objects, labels)
     namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
     started = time.monotonic()
+    cpu0 = control_plane_cpu(run)
     waiter = asyncio.create_task(
         converge_floor.wait_pods(
             client, namespace=namespace, expected=expected, started=started, within=within
@@ -179,6 +206,7 @@ async def _posted(
     )
     posts = await converge_floor.post_all(client, objects)
     times = await waiter
+    cpu = control_plane_cpu(run, cpu0)
     # Remove it all before anything else runs: the namespace, then the cluster-scoped objects.
     resources = converge_floor.Resources()
     await resources.learn(client, (str(o["apiVersion"]) for o in objects))
@@ -194,7 +222,7 @@ async def _posted(
                 break
             raise
         await asyncio.sleep(0.5)
-    return times, posts, expected
+    return times, posts, expected, cpu
 
 
 async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> dict[str, Any]:
@@ -215,6 +243,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 operator.profile(out / "operator.spy")
             before, cpu0, steps0 = operator.requests(), operator.cpu_seconds(), operator.step_seconds()
             events_before = operator.watch_events()
+            plane0 = control_plane_cpu(run)
             started_wall = time.time()
             states = states_of(RECIPE)
             try:
@@ -226,6 +255,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 figures["not_ready"] = str(exc)
                 seconds, curves = args.timeout, exc.curves
             ready_wall = time.time()
+            plane = control_plane_cpu(run, plane0)
             operator.profiled()
             during = converge_sro.diff(operator.requests(), before)
             steps = {
@@ -242,6 +272,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             figures["sro"] = {
                 "seconds": seconds,
                 "cpu_seconds": cpu,
+                # the machine is shared: what the control plane spent on sro's work
+                "control_plane_cpu": plane,
                 "peak_rss_mb": operator.peak_rss_mb(),
                 "requests": sum(during.values()),
                 "requests_non_watch": converge_sro.non_watch(during),

@@ -54,7 +54,7 @@ def rendered_objects(*, sro: Path, recipe: Path, sr_file: Path, kubeconfig: Path
 def pod_spec(obj: Mapping[str, Any]) -> JSON | None:
     """The pod spec an object runs (a Pod's own, a workload's template), or None."""
     if obj.get("kind") == "Pod":
-        return obj.get("spec")  # type: ignore[return-value]
+        return obj.get("spec")
     if obj.get("kind") in WORKLOADS:
         return obj.get("spec", {}).get("template", {}).get("spec")  # type: ignore[no-any-return]
     return None

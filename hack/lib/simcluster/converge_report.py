@@ -8,6 +8,7 @@ comparable between runs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 from collections import Counter
@@ -22,6 +23,32 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+def _cpu(spent: Mapping[str, float]) -> str:
+    parts = sorted(spent.items(), key=lambda kv: -kv[1])
+    return f"{sum(spent.values()):.0f} CPU-s: " + ", ".join(f"{k} {v:.0f}" for k, v in parts)
+
+
+def machine_rows(f: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The CPU of the whole machine in each phase: the control plane shares its cores with
+    sro, so where they are all busy, what sro's writes cost the API server is time too."""
+    rows: list[tuple[str, str]] = []
+    cores = os.cpu_count() or 1
+    phases: list[tuple[str, Mapping[str, Any], dict[str, float]]] = []
+    if "floor" in f:
+        phases.append(("floor", f["floor"], {}))
+    if "sro" in f:
+        phases.append(("sro", f["sro"], {"sro": f["sro"]["cpu_seconds"]}))
+    for name, phase, own in phases:
+        spent = phase.get("control_plane_cpu")
+        if not spent:  # absent from figures of older runs
+            continue
+        every = {**spent, **own}
+        busy = sum(every.values()) / phase["seconds"]
+        rows.append((f"{name}: CPU of every process", _cpu(every)))
+        rows.append((f"{name}: cores busy", f"{busy:.2f} of {cores}"))
+    return rows
 
 
 def table(figures: Mapping[str, Any]) -> str:
@@ -57,6 +84,7 @@ def table(figures: Mapping[str, Any]) -> str:
         ("pods the pod garbage collector deleted", str(f["sro"].get("pods_collected", "(not counted)"))),
         ("floor of writes (objects + nodes x labels)", f"{f['sro']['write_floor']}"),
     ]
+    rows += machine_rows(f)
     steps = f["sro"].get("steps") or {}
     if steps:
         passes = max(v["passes"] for v in steps.values())

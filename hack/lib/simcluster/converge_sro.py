@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simcluster import audit, kube, nodes
+from simcluster import audit, daemons, kube, nodes
 
 JSON = dict[str, Any]
 SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
@@ -34,7 +34,6 @@ _STEP = re.compile(
 _EVENTS = re.compile(r'^sro_watch_events_total\{resource="(?P<resource>[^"]*)"\}\s+(?P<value>\S+)$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _GAUGE = re.compile(r"^(?P<name>sro_workqueue_depth|sro_active_workers)\s+(?P<value>\S+)$")
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
@@ -133,8 +132,9 @@ class Operator:
 
     def cpu_seconds(self) -> float:
         assert self.proc is not None
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+        spent = daemons.cpu_seconds(self.proc.pid)
+        assert spent is not None, "the operator exited"
+        return spent
 
     def peak_rss_mb(self) -> float:
         assert self.proc is not None

@@ -41,6 +41,30 @@ def _start_ticks(pid: int) -> int | None:
     return int(rest[19])
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time ``pid`` has used (fields 14 and 15 of /proc/<pid>/stat),
+    or None if no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    rest = stat[stat.rindex(")") + 2 :].split()
+    return (int(rest[11]) + int(rest[12])) / TICK
+
+
+def cpu_by_name(pid_dir: Path) -> dict[str, float]:
+    """CPU seconds of every recorded process still running, by name."""
+    out = {}
+    for record in load_all(pid_dir):
+        spent = cpu_seconds(record.pid) if alive(record) else None
+        if spent is not None:
+            out[record.name] = spent
+    return out
+
+
 def start(
     *, name: str, argv: list[str], pid_dir: Path, log: Path, env: dict[str, str] | None = None
 ) -> Record:
