@@ -299,6 +299,7 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 flaps=lambda loss: m.metrics.node_label_flapped(loss.counts()),
                 timed=m.metrics.reconcile_step,
             )
+        engine.computing.pop(key, None)  # what a pass that failed after its plan left
         with logs.bind_reconcile(key, sr=key):
             try:
                 seconds = await engine.reconcile(key)
@@ -308,7 +309,8 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 await engine.report_unexpected(key, exc)
                 raise
         _publish_status(m, key, engine)
-        return result.DONE if seconds is None else result.requeue_after(seconds)
+        cost = engine.computing.pop(key, None)  # the pace rests by it (None: by the whole pass)
+        return result.Result(requeue_after=seconds, cost=cost)
 
     m.reconcile_with(reconcile)
     log.info(

@@ -309,10 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
         run,
         "--reconcile-pace",
         "SRO_RECONCILE_PACE",
-        "3",
+        f"{_QUEUE.pace:g}",
         f"a SpecialResource kept busy by a flood of changes ({_QUEUE.busy} or more during a pass) "
-        f"rests PACE-1 times its last pass's duration (at most {_QUEUE.rest_cap:g} s) before the "
-        "next, so passes take at most 1/PACE of the time (1: no rest)",
+        "rests PACE-1 times what its last pass spent computing (reading caches, rendering, "
+        f"planning; at most {_QUEUE.rest_cap:g} s and {_QUEUE.rest_ratio:g} times the whole pass) "
+        "before the next, so computing takes at most 1/PACE of the time (1: no rest)",
         type=types.pace,
         metavar="PACE",
     )

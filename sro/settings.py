@@ -61,20 +61,30 @@ class QueueSettings:
     """Per-key retry delay after the first failure, doubled per failure (client-go: 5 ms)."""
     backoff_cap: float = 300.0
     """Longest per-key retry delay: persistent failures still retry every five minutes."""
-    pace: float = 3.0
-    """A key kept busy by a flood of news rests ``pace - 1`` times its last pass's duration
+    pace: float = 20.0
+    """A key kept busy by a flood of news rests ``pace - 1`` times what its last pass spent
+    computing (reading caches, rendering, planning: ``sro.runtime.result.Result.cost``)
     before the next (``sro.queue.workqueue``, **Paced**; only after a pass it was added to
-    ``busy`` times or more). While a big fleet converges, events come faster than passes
-    end and a pass costs about the same whatever it finds, so each pass taking a larger
-    bite saves CPU: at 1,000 nodes, 3 against 1 took the operator from 95 to 39 CPU-seconds
-    (36 passes instead of 475) and Ready came as soon, while one node's steps (a kernel
-    change: a few adds a pass) go on back to back. 1: back to back always. The rest is
-    measured in wall time on purpose: resting by the pass's CPU time instead (so a pass
-    that mostly waited on its writes rests little) took 100 nodes to Ready in 27 s
-    against 37 s, but 1,000 nodes in 1.80 times the floor against 1.40, with 350 passes
-    and 86 CPU-seconds: passes that come faster cost CPU the control plane needs."""
+    ``busy`` times or more), so that computing takes at most ``1 / pace`` of the time.
+    That cost is what a pass pays whatever it finds, and it grows with the nodes: about
+    0.25 s at 1,000 nodes (rests of ``rest_cap``: passes take large bites, and the CPU,
+    which a converging fleet's control plane needs, stays with it) and a few hundredths
+    at 100 (rests under a second: a node whose state completed soon sees its next write).
+    Measured with ``hack/bench converge``: 100 nodes Ready in 1.34 times the floor
+    (24.7 s) and 1,000 in 1.18 to 1.25 times (37 to 39 passes, 36 to 37 CPU-seconds),
+    where resting ``2`` times the pass's whole duration (most of a pass waits on its
+    writes) took 2.21 times (42.2 s) and 1.29 times (36 passes, 41 CPU-seconds) on the
+    same day. Resting by the process's CPU time during the pass (pace 3) made 1,000 nodes
+    1.80 times the floor (350 passes, 86 CPU-seconds: every write and watch event
+    counted, so rests stayed short); 1 (no rest) runs 475 passes and 95 CPU-seconds at
+    1,000 nodes."""
     rest_cap: float = 5.0
     """Longest rest, whatever a pass took (a pass slowed by API server retries)."""
+    rest_ratio: float = 2.0
+    """A rest is at most this many times its pass's whole duration. A pass that mostly
+    computed and wrote little is one node's step on a large cluster (a kernel change
+    brings a few dozen pod events, more than ``busy``), and its next step then waits no
+    longer than twice that pass: never longer than resting by the whole pass did."""
     busy: int = 16
     """Only a pass whose key was added at least this many times while it ran rests. One
     node's step (a pod ready, a kernel changed) brings a few adds, and its next pass comes

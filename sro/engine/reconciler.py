@@ -93,6 +93,9 @@ class Engine:
         self._memory: dict[str, memory_.Memory] = {}
         self.state_nodes: dict[str, Mapping[str, Mapping[progress.Phase, int]]] = {}
         """name -> state -> phase -> nodes, from the last walk (the per-state node gauge)."""
+        self.computing: dict[str, float] = {}
+        """name -> seconds its last managed pass spent computing (``steps.Laps.computing``),
+        until the caller takes it for the queue's pace."""
 
     def status_is_own(self, name: str, body: Mapping[str, Any]) -> bool:
         """Whether ``body`` shows a status this engine wrote (``StatusWriter.is_own``)."""
@@ -247,6 +250,7 @@ class Engine:
             self.state_nodes[sr.name] = {s: planned.walk.phase_counts(s) for s in planned.walk.order}
 
         laps.lap("plan")
+        self.computing[sr.name] = laps.computing()
 
         # execute
         executed = await execute.execute(

@@ -16,6 +16,7 @@ import structlog
 log = structlog.get_logger(__name__)
 
 Note = Callable[[str, float], None]
+COMPUTING = ("read", "render", "plan")
 
 
 class Laps:
@@ -33,6 +34,11 @@ class Laps:
         self.seconds[step] = self.seconds.get(step, 0.0) + spent
         if self._note is not None:
             self._note(step, spent)
+
+    def computing(self) -> float:
+        """Seconds of the steps that compute (read, render, plan) rather than wait on the
+        API server's answers (execute, finish): what a pass costs whatever it finds."""
+        return sum(self.seconds.get(step, 0.0) for step in COMPUTING)
 
     def said(self) -> None:
         """Log the pass's steps (debug)."""

@@ -10,13 +10,15 @@ Properties (each has a unit test named for it and a rule in the property test):
   processing leads to exactly one more pass.
 * **Delayed**: ``add_after`` parks a key until its ready time; the earliest ready
   time wins. ``add_rate_limited`` uses the per-key limiter; ``forget`` resets it.
-* **Paced**: with ``pace`` above 1, a key whose pass took *d* seconds rests
-  ``(pace - 1) * d`` (at most ``rest_cap``) before its next pass starts, if it was added
-  at least ``busy`` times while that pass ran; adds during the rest collapse into that
-  one pass. A key added after a quiet spell starts at once, and so does one whose pass
-  saw only a few adds (one node's step: a pod ready, a label set), so only a key kept
-  busy by a flood of news is slowed, and its passes take at most ``1 / pace`` of the time
-  whatever a pass costs.
+* **Paced**: with ``pace`` above 1, a key whose pass cost *d* seconds rests
+  ``(pace - 1) * d`` (at most ``rest_cap``, and at most ``rest_ratio`` times the pass's
+  whole duration when that is set) before its next pass starts, if it was added at least
+  ``busy`` times while that pass ran; adds during the rest collapse into that one pass.
+  A pass's cost is what ``done`` is told (the seconds it spent computing, not waiting on
+  answers), else its whole duration. A key added after a quiet spell starts
+  at once, and so does one whose pass saw only a few adds (one node's step: a pod ready,
+  a label set), so only a key kept busy by a flood of news is slowed, and what its
+  passes cost takes at most ``1 / pace`` of the time.
 * **Shutdown**: after ``shutdown`` no key is accepted and ``get`` returns None;
   ``shutdown(drain=True)`` waits until every key being processed is ``done``.
   Keys queued but not started are dropped: reconciles are level-triggered, and the
@@ -86,16 +88,20 @@ class WorkQueue(Generic[K]):
         metrics: QueueMetrics | None = None,
         pace: float = 1.0,
         rest_cap: float = 0.0,
+        rest_ratio: float = 0.0,
         busy: int = 0,
     ) -> None:
-        """``pace``, ``rest_cap`` and ``busy``: see **Paced** (pace 1.0, the default: back
-        to back; busy 0: every pass rests)."""
-        if pace < 1.0 or rest_cap < 0.0 or busy < 0:
+        """``pace``, ``rest_cap``, ``rest_ratio`` and ``busy``: see **Paced** (pace 1.0, the
+        default: back to back; rest_ratio 0: no bound by the pass's duration; busy 0:
+        every pass rests)."""
+        if pace < 1.0 or rest_cap < 0.0 or rest_ratio < 0.0 or busy < 0:
             raise ValueError(
-                f"pace must be at least 1, rest_cap and busy not negative (got {pace}, {rest_cap}, {busy})"
+                "pace must be at least 1, rest_cap, rest_ratio and busy not negative "
+                f"(got {pace}, {rest_cap}, {rest_ratio}, {busy})"
             )
         self._pace = pace
         self._rest_cap = rest_cap
+        self._rest_ratio = rest_ratio
         self._busy = busy
         self._clock = clock or clocks.MonotonicClock()
         self._limiter = limiter or ratelimit.default(clock=self._clock)
@@ -189,7 +195,9 @@ class WorkQueue(Generic[K]):
         self._metrics.queue_depth(len(self._fifo))
         return key
 
-    def done(self, key: K) -> None:
+    def done(self, key: K, *, cost: float | None = None) -> None:
+        """``key``'s pass is over; ``cost``: the seconds of it the pace counts (see
+        **Paced**; None: the whole pass)."""
         self._processing.discard(key)
         started = self._started_at.pop(key, None)
         adds = self._adds_during.pop(key, 0)
@@ -198,16 +206,19 @@ class WorkQueue(Generic[K]):
             took = max(0.0, now - started)
             self._metrics.queue_work_done(key, took)
             if adds >= self._busy:
-                self._rest(key, now=now, took=took)
+                self._rest(key, now=now, took=took, cost=took if cost is None else max(0.0, cost))
         if key in self._dirty and not self._shutting_down:
             self._dirty.discard(key)
             self._enqueue(key)  # at once, or at the end of its rest
         if not self._processing:
             self._idle.set()
 
-    def _rest(self, key: K, *, now: float, took: float) -> None:
-        """Start ``key``'s rest after a pass that took ``took`` seconds (see **Paced**)."""
-        rest = min((self._pace - 1.0) * took, self._rest_cap)
+    def _rest(self, key: K, *, now: float, took: float, cost: float) -> None:
+        """Start ``key``'s rest after a pass that took ``took`` seconds and cost ``cost``
+        (see **Paced**)."""
+        rest = min((self._pace - 1.0) * cost, self._rest_cap)
+        if self._rest_ratio > 0.0:
+            rest = min(rest, self._rest_ratio * took)
         if rest <= 0.0:
             return
         if len(self._resting) > 1024:  # keys that were never added again: forget ended rests

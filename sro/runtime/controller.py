@@ -68,9 +68,13 @@ class Controller:
         """Reconcile one key taken from the queue and act on the outcome."""
         self._metrics.workers_active(1)
         started = time.monotonic()
+        cost: float | None = None  # the whole pass, unless it says what it spent computing
         try:
             with logs.bind_reconcile(key):
-                outcome = result_.decide(await self._guarded(key))
+                answer = await self._guarded(key)
+                if isinstance(answer, result_.Result):
+                    cost = answer.cost
+                outcome = result_.decide(answer)
                 self._act(key, outcome)
                 if outcome.action is result_.Action.RETRY:
                     log.warning("reconcile failed: will retry", requeues=self.queue.num_requeues(key))
@@ -79,7 +83,7 @@ class Controller:
             self._metrics.reconciled(result=outcome.label, seconds=time.monotonic() - started)
             return outcome
         finally:
-            self.queue.done(key)
+            self.queue.done(key, cost=cost)
             self._metrics.workers_active(-1)
 
     async def _guarded(self, key: handlers.QueueKey) -> result_.Result | BaseException:

@@ -97,6 +97,7 @@ class Manager:
             metrics=self.metrics,
             pace=self.settings.queue.pace,
             rest_cap=self.settings.queue.rest_cap,
+            rest_ratio=self.settings.queue.rest_ratio,
             busy=self.settings.queue.busy,
         )
         self.role = Role.STARTING

@@ -19,10 +19,16 @@ from sro import errors
 @dataclass(frozen=True, kw_only=True)
 class Result:
     requeue_after: float | None = None
+    cost: float | None = None
+    """Seconds the pass spent computing (reading caches, rendering, planning), not waiting
+    on answers: what the queue's pace rests by (``sro.queue.workqueue``, **Paced**); None:
+    the whole pass."""
 
     def __post_init__(self) -> None:
         if self.requeue_after is not None and self.requeue_after < 0:
             raise ValueError("requeue_after must not be negative")
+        if self.cost is not None and self.cost < 0:
+            raise ValueError("cost must not be negative")
 
 
 DONE = Result()

@@ -187,6 +187,34 @@ def test_a_paced_key_added_during_its_pass_rests_twice_the_pass_before_the_next(
     assert q.try_get() == "a"
 
 
+def test_a_pass_that_says_what_it_cost_rests_by_that_not_by_its_duration() -> None:
+    q, c = paced(pace=20.0)
+    q.add("a")
+    assert q.try_get() == "a"
+    q.add("a")
+    c.advance(2.0)  # most of it waiting on answers
+    q.done("a", cost=0.05)  # computing
+    assert q.ready_at("a") == pytest.approx(c.now() + 19 * 0.05)
+    q.add("b")
+    assert q.try_get() == "b"
+    q.add("b")
+    c.advance(0.5)
+    q.done("b")  # no cost said: the whole pass
+    assert q.ready_at("b") == pytest.approx(c.now() + 5.0)  # 19 * 0.5, capped
+
+
+def test_a_rest_is_at_most_rest_ratio_times_the_whole_pass() -> None:
+    c = clock.ManualClock()
+    q: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=c, pace=20.0, rest_cap=5.0, rest_ratio=2.0)
+    for key, took, cost, rest in (("step", 0.5, 0.4, 1.0), ("flood", 4.0, 0.2, 3.8)):
+        q.add(key)
+        assert q.try_get() == key
+        q.add(key)
+        c.advance(took)
+        q.done(key, cost=cost)
+        assert q.ready_at(key) == pytest.approx(c.now() + rest)  # 19 * 0.4 = 7.6 > 2 * 0.5; 19 * 0.2
+
+
 def test_adds_during_a_rest_collapse_into_one_pass_at_its_end() -> None:
     q, c = paced()
     q.add("a")
@@ -269,6 +297,8 @@ def test_adds_counted_for_one_pass_do_not_carry_into_the_next() -> None:
     assert q.try_get() == "a"
     with pytest.raises(ValueError, match="busy"):
         workqueue.WorkQueue(pace=3.0, busy=-1)
+    with pytest.raises(ValueError, match="rest_ratio"):
+        workqueue.WorkQueue(pace=3.0, rest_ratio=-1.0)
 
 
 def test_pace_one_is_back_to_back_and_a_pace_below_one_is_refused() -> None:

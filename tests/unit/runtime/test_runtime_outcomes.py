@@ -10,7 +10,7 @@ from support import waiting
 
 from sro import errors, settings
 from sro.observe import metrics
-from sro.queue import ratelimit, workqueue
+from sro.queue import clock, ratelimit, workqueue
 from sro.runtime import controller, result
 
 pytestmark = pytest.mark.unit
@@ -103,6 +103,33 @@ async def test_a_reconcile_over_its_timeout_is_cancelled_and_retried() -> None:
     assert m.value("sro_reconcile_total", {"result": "timeout"}) == 1
     assert c.queue.waiting == 1
     assert c.queue.processing == frozenset(), "done() ran"
+
+
+async def test_the_cost_a_reconcile_reports_is_what_the_queue_rests_by() -> None:
+    clock_ = clock.ManualClock()
+    q: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock_, pace=11.0, rest_cap=60.0)
+
+    async def reconciled(key: str) -> result.Result:
+        q.add(key)  # news while it runs: the next pass rests
+        clock_.advance(3.0)  # most of the pass: waiting on answers
+        return result.Result(cost=0.1 if key == "said" else None)
+
+    c = controller.Controller(
+        queue=q, reconcile=reconciled, settings=settings.ControllerSettings(), metrics=metrics.Metrics()
+    )
+
+    for key in ("said", "unsaid"):
+        q.add(key)
+        assert await c.process(q.try_get() or "") == result.Outcome(
+            label="success", action=result.Action.FORGET
+        )
+    assert q.ready_at("said") == pytest.approx(clock_.now() - 3.0 + 10 * 0.1)
+    assert q.ready_at("unsaid") == pytest.approx(clock_.now() + 10 * 3.0)
+
+
+def test_a_negative_cost_is_refused() -> None:
+    with pytest.raises(ValueError, match="cost"):
+        result.Result(cost=-0.1)
 
 
 async def test_workers_never_reconcile_one_key_twice_at_once() -> None:
