@@ -162,3 +162,10 @@ def test_the_writes_table_is_a_ratio_to_the_post_of_a_pod() -> None:
     lines = write_cost.table(figures).splitlines()
     assert lines[1].split()[2:4] == ["2.50", "1.00x"]
     assert lines[2].split()[3:5] == ["5.00", "2.00x"]
+
+
+def test_kernel_figures_keep_each_change_in_order_beside_the_percentiles() -> None:
+    figures = converge_report.kernel_figures([(0.5, 6.0), (0.7, 12.0), (0.6, 6.2)])
+    assert figures["count"] == 3 and figures["complete_p99"] == 12.0
+    assert [s["complete"] for s in figures["samples"]] == [6.0, 12.0, 6.2]
+    assert figures["samples"][1]["daemonset"] == 0.7
