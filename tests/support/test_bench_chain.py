@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import audit, converge, converge_floor, converge_report, write_cost
+from simcluster import audit, converge, converge_floor, converge_report, daemons, write_cost
 
 pytestmark = pytest.mark.unit
 
@@ -169,3 +170,29 @@ def test_kernel_figures_keep_each_change_in_order_beside_the_percentiles() -> No
     assert figures["count"] == 3 and figures["complete_p99"] == 12.0
     assert [s["complete"] for s in figures["samples"]] == [6.0, 12.0, 6.2]
     assert figures["samples"][1]["daemonset"] == 0.7
+
+
+def test_cpu_by_name_reads_recorded_live_processes_and_what_they_used_since(tmp_path: Path) -> None:
+    busy = (
+        "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(60)"
+    )
+    record = daemons.start(
+        name="spinner", argv=[sys.executable, "-c", busy], pid_dir=tmp_path, log=tmp_path / "spinner.log"
+    )
+    deadline = time.monotonic() + 30
+
+    def spent_at_least(seconds: float) -> None:
+        while (daemons.cpu_seconds(record.pid) or 0.0) < seconds and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    try:
+        spent_at_least(0.1)
+        first = daemons.cpu_by_name(tmp_path)
+        assert set(first) == {"spinner"} and first["spinner"] >= 0.1
+        spent_at_least(0.3)  # then it sleeps: its CPU stays put while read twice below
+        since = daemons.cpu_by_name(tmp_path, first)
+        assert since["spinner"] == pytest.approx(daemons.cpu_seconds(record.pid) - first["spinner"], abs=0.05)
+        assert daemons.cpu_by_name(tmp_path, {"other": 1.0}) == {}  # nothing read before: nothing since
+    finally:
+        daemons.stop(record, pid_dir=tmp_path, grace=1.0)
+    assert daemons.cpu_by_name(tmp_path) == {}

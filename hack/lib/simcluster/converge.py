@@ -176,14 +176,6 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
     }
 
 
-def control_plane_cpu(run: layout.RunDir, since: dict[str, float] | None = None) -> dict[str, float]:
-    """CPU seconds each control-plane process has used, or used ``since`` a reading of it."""
-    now = daemons.cpu_by_name(run.pids)
-    if since is None:
-        return now
-    return {name: spent - since[name] for name, spent in now.items() if name in since}
-
-
 async def _posted(
     client: kube.Kube,
     run: layout.RunDir,
@@ -198,7 +190,7 @@ async def _posted(
     expected = converge_floor.expected_pods(objects, labels)
     namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
     started = time.monotonic()
-    cpu0 = control_plane_cpu(run)
+    cpu0 = daemons.cpu_by_name(run.pids)
     waiter = asyncio.create_task(
         converge_floor.wait_pods(
             client, namespace=namespace, expected=expected, started=started, within=within
@@ -206,7 +198,7 @@ async def _posted(
     )
     posts = await converge_floor.post_all(client, objects)
     times = await waiter
-    cpu = control_plane_cpu(run, cpu0)
+    cpu = daemons.cpu_by_name(run.pids, cpu0)
     # Remove it all before anything else runs: the namespace, then the cluster-scoped objects.
     resources = converge_floor.Resources()
     await resources.learn(client, (str(o["apiVersion"]) for o in objects))
@@ -243,7 +235,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 operator.profile(out / "operator.spy")
             before, cpu0, steps0 = operator.requests(), operator.cpu_seconds(), operator.step_seconds()
             events_before = operator.watch_events()
-            plane0 = control_plane_cpu(run)
+            plane0 = daemons.cpu_by_name(run.pids)
             started_wall = time.time()
             states = states_of(RECIPE)
             try:
@@ -255,7 +247,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 figures["not_ready"] = str(exc)
                 seconds, curves = args.timeout, exc.curves
             ready_wall = time.time()
-            plane = control_plane_cpu(run, plane0)
+            plane = daemons.cpu_by_name(run.pids, plane0)
             operator.profiled()
             during = converge_sro.diff(operator.requests(), before)
             steps = {

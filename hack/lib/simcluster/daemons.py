@@ -28,40 +28,42 @@ class Record:
     log: str
 
 
-def _start_ticks(pid: int) -> int | None:
-    """Field 22 of /proc/<pid>/stat (start time since boot), or None if no such live process."""
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat from field 3 (the state) on, or None if no such process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # The command name (field 2) may contain spaces; fields after it are space-separated.
-    rest = stat[stat.rindex(")") + 2 :].split()
-    if rest[0] == "Z":  # a zombie is as good as gone
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def _start_ticks(pid: int) -> int | None:
+    """Field 22 of /proc/<pid>/stat (start time since boot), or None if no such live process."""
+    rest = _stat(pid)
+    if rest is None or rest[0] == "Z":  # a zombie is as good as gone
         return None
     return int(rest[19])
-
-
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float | None:
     """User plus system CPU time ``pid`` has used (fields 14 and 15 of /proc/<pid>/stat),
     or None if no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    rest = stat[stat.rindex(")") + 2 :].split()
-    return (int(rest[11]) + int(rest[12])) / TICK
+    rest = _stat(pid)
+    return None if rest is None else (int(rest[11]) + int(rest[12])) / TICK
 
 
-def cpu_by_name(pid_dir: Path) -> dict[str, float]:
-    """CPU seconds of every recorded process still running, by name."""
+def cpu_by_name(pid_dir: Path, since: dict[str, float] | None = None) -> dict[str, float]:
+    """CPU seconds every recorded process still running has used, by name; with ``since``
+    (an earlier reading), what each used after it."""
     out = {}
     for record in load_all(pid_dir):
         spent = cpu_seconds(record.pid) if alive(record) else None
-        if spent is not None:
-            out[record.name] = spent
+        if spent is not None and (since is None or record.name in since):
+            out[record.name] = spent - (since[record.name] if since is not None else 0.0)
     return out
 
 

@@ -95,8 +95,7 @@ async def _window(run: layout.RunDir, work: Callable[[], Awaitable[None]]) -> tu
     before, started = daemons.cpu_by_name(run.pids), time.monotonic()
     await work()
     await asyncio.sleep(SETTLE)
-    after, seconds = daemons.cpu_by_name(run.pids), time.monotonic() - started
-    return {n: after[n] - before[n] for n in after if n in before}, seconds
+    return daemons.cpu_by_name(run.pids, before), time.monotonic() - started
 
 
 async def measure(run: layout.RunDir, *, writes: int, concurrency: int) -> dict[str, dict[str, float]]:
