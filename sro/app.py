@@ -299,7 +299,6 @@ def build(settings: settings_.Settings) -> manager.Manager:
                 flaps=lambda loss: m.metrics.node_label_flapped(loss.counts()),
                 timed=m.metrics.reconcile_step,
             )
-        engine.computing.pop(key, None)  # what a pass that failed after its plan left
         with logs.bind_reconcile(key, sr=key):
             try:
                 seconds = await engine.reconcile(key)

@@ -94,14 +94,16 @@ class Engine:
         self.state_nodes: dict[str, Mapping[str, Mapping[progress.Phase, int]]] = {}
         """name -> state -> phase -> nodes, from the last walk (the per-state node gauge)."""
         self.computing: dict[str, float] = {}
-        """name -> seconds its last managed pass spent computing (``steps.Laps.computing``),
-        until the caller takes it for the queue's pace."""
+        """name -> seconds this pass spent computing (``steps.Laps.computing``), once it has
+        planned; the caller takes it for the queue's pace. Cleared as each pass starts, so
+        a pass that stops before planning leaves none."""
 
     def status_is_own(self, name: str, body: Mapping[str, Any]) -> bool:
         """Whether ``body`` shows a status this engine wrote (``StatusWriter.is_own``)."""
         return self._status.is_own(name, body)
 
     async def reconcile(self, key: str) -> float | None:
+        self.computing.pop(key, None)
         body = self._reader.special_resource(key)
         if body is None:
             self._memory.pop(key, None)
