@@ -27,7 +27,7 @@ import specialresources as srs
 from conftest import Made, unique
 from operator_process import REPO, Operator
 from support import waiting
-from upgrade_watch import Watcher
+from support.upgrade_watch import Watcher
 
 sys.path.insert(0, str(REPO / "hack" / "lib"))
 from simcluster import audit

@@ -31,7 +31,7 @@ import specialresources as srs
 from conftest import Made, unique
 from operator_process import REPO, Operator
 from support import waiting
-from upgrade_watch import Watcher
+from support.upgrade_watch import Watcher
 
 sys.path.insert(0, str(REPO / "hack" / "lib"))
 from simcluster import audit
@@ -265,7 +265,7 @@ async def _upgrade(
         print(f"sro's API requests per upgraded node: {total / upgraded:.1f} ({dict(asked.most_common())})")
     if workload:
         print(f"workload: {workload} replicas, fewest Ready during the upgrade {watcher.workload_low}")
-    assert watcher.violations == []
+    assert watcher.violations == [], "\n".join(watcher.violations[:3])  # the first carry their history
     assert {n: watcher.replaced[n] for n in nodes if n not in skipped} == {
         n: 1 for n in nodes if n not in skipped
     }

@@ -27,7 +27,7 @@ import specialresources as srs
 from conftest import Made, unique
 from operator_process import Operator
 from support import waiting
-from upgrade_watch import Watcher
+from support.upgrade_watch import Watcher
 
 pytestmark = pytest.mark.e2e
 

@@ -5,7 +5,7 @@ namespace) on their own connections, folds every event into its own picture, and
 each event checks what must hold at every moment of a rollout:
 
 * at most ``budget`` of the watched nodes are unavailable (unschedulable, or without a
-  Ready driver pod, judged once the Pod stream has caught up with the Node stream);
+  Ready driver pod);
 * no node the watcher saw cordoned by someone else first is uncordoned or loses a pod;
 * a workload (the pods of ``workload_namespace``) never has fewer than ``workload_min``
   Ready pods: its PodDisruptionBudget held.
@@ -13,20 +13,31 @@ each event checks what must hold at every moment of a rollout:
 It also counts, per node, the driver pods that went away (each node's driver must be
 replaced exactly once) and the times each node was cordoned. Nothing here uses sro's
 code: what it records is what the API server told a client, not what sro believes.
+
+Unavailability joins two streams, and either may lag the other by many events: a node
+stream behind a pod stream shows a driver pod gone from a node still shown schedulable
+that sro had cordoned long before. So cordons and driver pods are replayed in
+resourceVersion order (one etcd sequence), each released only once both streams have
+passed it: every moment checked is one that happened. The first time too many nodes are
+down, the violation carries those nodes' recent history: a failure explains itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import heapq
+import itertools
 import json
-import time
-from collections import Counter
+import math
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from support import cluster as cluster_mod
+
+NODES, OPERANDS, WORKLOAD = "nodes", "operands", "workload"  # the streams, one kubectl each
 
 
 @dataclass
@@ -52,13 +63,21 @@ class Watcher:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _procs: list[asyncio.subprocess.Process] = field(default_factory=list)
     armed: bool = False  # checks start once the picture is complete (both lists seen)
-    seen_rv: dict[str, int] = field(default_factory=dict)  # "Node"/"Pod" -> newest resourceVersion seen
+    seen_rv: dict[str, int] = field(default_factory=dict)  # stream -> newest resourceVersion it delivered
+    # The replay of cordons and driver pods in resourceVersion order (see the module docstring):
+    # (rv, arrival, node, cordoned or (uid, ready; None: gone)), and the picture it has reached.
+    _pending: list[tuple[int, int, str, bool | tuple[str, bool | None]]] = field(default_factory=list)
+    _arrival: itertools.count[int] = field(default_factory=itertools.count)
+    _cordoned_at: dict[str, bool] = field(default_factory=dict)
+    _ready_at: dict[str, dict[str, bool]] = field(default_factory=dict)
+    _armed_at: int = 0  # the budget is checked on changes after this resourceVersion
+    _history: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=400))
 
     async def start(self) -> None:
-        watches = [["nodes"], ["pods", "-n", self.namespace]]
+        watches = {NODES: ["nodes"], OPERANDS: ["pods", "-n", self.namespace]}
         if self.workload_namespace:
-            watches.append(["pods", "-n", self.workload_namespace])
-        for args in watches:
+            watches[WORKLOAD] = ["pods", "-n", self.workload_namespace]
+        for stream, args in watches.items():
             proc = await asyncio.create_subprocess_exec(
                 str(self.cluster.kubectl_path),
                 f"--kubeconfig={self.cluster.kubeconfig}",
@@ -72,7 +91,7 @@ class Watcher:
                 stderr=asyncio.subprocess.DEVNULL,
             )
             self._procs.append(proc)
-            self._tasks.append(asyncio.create_task(self._read(proc)))
+            self._tasks.append(asyncio.create_task(self._read(proc, stream)))
 
     async def stop(self) -> None:
         for proc in self._procs:
@@ -82,8 +101,9 @@ class Watcher:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._release(until=math.inf)  # the rollout is over and settled: replay what is left
 
-    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+    async def _read(self, proc: asyncio.subprocess.Process, stream: str) -> None:
         assert proc.stdout is not None
         decoder = json.JSONDecoder()
         text = codecs.getincrementaldecoder("utf-8")()  # a character may straddle two reads
@@ -98,21 +118,27 @@ class Watcher:
                     event, at = decoder.raw_decode(buffer, at)
                 except ValueError:
                     break
-                self._fold(event)
+                self.take(event, stream)
             buffer = buffer[at:]
 
-    def _fold(self, event: Mapping[str, Any]) -> None:
+    def take(self, event: Mapping[str, Any], stream: str) -> None:
+        """Fold one event of ``stream`` into the picture, then replay what both streams
+        have passed."""
+        self._fold(event, stream)
+        self._release(until=min(self.seen_rv.get(NODES, 0), self.seen_rv.get(OPERANDS, 0)))
+
+    def _fold(self, event: Mapping[str, Any], stream: str) -> None:
         obj = event.get("object") or {}
         if str(obj.get("kind", "")).endswith("List"):  # kubectl prints a chunked first list as Lists
             for item in obj.get("items") or ():
-                self._fold({"type": event.get("type"), "object": item})
+                self._fold({"type": event.get("type"), "object": item}, stream)
             return
         kind, kind_of_event = obj.get("kind"), event.get("type")
         meta = obj.get("metadata") or {}
         self.events += 1
-        rv = str(meta.get("resourceVersion", ""))
-        if kind in ("Node", "Pod") and rv.isdigit():
-            self.seen_rv[kind] = max(self.seen_rv.get(kind, 0), int(rv))
+        rv_text = str(meta.get("resourceVersion", ""))
+        rv = int(rv_text) if rv_text.isdigit() else 0
+        self.seen_rv[stream] = max(self.seen_rv.get(stream, 0), rv)
         if kind == "Node" and meta.get("name") in self.nodes:
             name = meta["name"]
             now = bool((obj.get("spec") or {}).get("unschedulable"))
@@ -122,6 +148,7 @@ class Watcher:
             if before and not now and name in self.protected:
                 self.violations.append(f"{name}, cordoned by an administrator, was uncordoned")
             self.unschedulable[name] = now
+            self._replay(rv, name, now)
         elif kind == "Pod" and self.workload_namespace and meta.get("namespace") == self.workload_namespace:
             conditions = (obj.get("status") or {}).get("conditions") or ()
             ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
@@ -134,6 +161,7 @@ class Watcher:
             uid = meta.get("uid", "")
             pods = self.driver_ready.setdefault(node, {})
             if kind_of_event == "DELETED" or meta.get("deletionTimestamp"):
+                self._replay(rv, node, (uid, None))
                 if pods.pop(uid, None) is not None and self.armed:
                     self.replaced[node] += 1
                     if node in self.protected:
@@ -142,32 +170,59 @@ class Watcher:
                         )
             else:
                 conditions = (obj.get("status") or {}).get("conditions") or ()
-                pods[uid] = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-        self._check()
+                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+                pods[uid] = ready
+                self._replay(rv, node, (uid, ready))
+        self._check_workload()
 
-    def _check(self) -> None:
-        if not self.armed:
+    def _replay(self, rv: int, node: str, change: bool | tuple[str, bool | None]) -> None:
+        heapq.heappush(self._pending, (rv, next(self._arrival), node, change))
+
+    def _release(self, *, until: float) -> None:
+        """Apply the replay's changes up to resourceVersion ``until``, in order, checking
+        the budget after each (see the module docstring)."""
+        while self._pending and self._pending[0][0] <= until:
+            rv, _, node, change = heapq.heappop(self._pending)
+            if isinstance(change, bool):
+                if self._cordoned_at.get(node, change) != change:
+                    self._history.append((node, f"rv {rv}: {'cordoned' if change else 'uncordoned'}"))
+                self._cordoned_at[node] = change
+            else:
+                uid, ready = change
+                pods = self._ready_at.setdefault(node, {})
+                if pods.get(uid) != ready:
+                    what = "gone" if ready is None else "ready" if ready else "not ready"
+                    self._history.append((node, f"rv {rv}: driver pod {uid[:8]} {what}"))
+                if ready is None:
+                    pods.pop(uid, None)
+                else:
+                    pods[uid] = ready
+            self._check_budget(rv)
+
+    def _check_budget(self, rv: int) -> None:
+        if not self.armed or rv <= self._armed_at:  # the replay has not reached the armed picture
             return
-        # Two streams: a node's cordon and its driver pod's readiness are compared only once
-        # the Pod stream has caught up with the Node stream (resourceVersions are one etcd
-        # sequence), so a lagging stream never shows a moment that did not happen; cordons
-        # alone come from one stream and are checked on every event.
-        consistent = self.seen_rv.get("Pod", 0) >= self.seen_rv.get("Node", 0)
         down = sorted(
-            n
-            for n in self.nodes
-            if self.unschedulable.get(n) or (consistent and not any(self.driver_ready.get(n, {}).values()))
+            n for n in self.nodes if self._cordoned_at.get(n) or not any(self._ready_at.get(n, {}).values())
         )
         self.peak = max(self.peak, len(down))
-        if self.workload_namespace:
-            ready = sum(self.workload_ready.values())
-            self.workload_low = ready if self.workload_low is None else min(self.workload_low, ready)
-            if ready < self.workload_min:
-                self.violations.append(f"the workload had {ready} Ready pods, fewer than {self.workload_min}")
         if len(down) > self.budget:
-            self.violations.append(f"{len(down)} nodes unavailable at {time.monotonic():.1f}: {down[:20]}")
+            said = f"{len(down)} nodes unavailable at resourceVersion {rv}: {down[:20]}"
+            if not any(v.startswith(f"{len(down)} nodes unavailable") for v in self.violations):
+                lines = [f"{n} {what}" for n, what in self._history if n in set(down)]
+                said += f" (their history: {'; '.join(lines[-40:])})"
+            self.violations.append(said)
+
+    def _check_workload(self) -> None:
+        if not self.armed or not self.workload_namespace:
+            return
+        ready = sum(self.workload_ready.values())
+        self.workload_low = ready if self.workload_low is None else min(self.workload_low, ready)
+        if ready < self.workload_min:
+            self.violations.append(f"the workload had {ready} Ready pods, fewer than {self.workload_min}")
 
     def arm(self) -> None:
         """Start checking (call once the cluster is settled and the picture complete)."""
         self.armed = True
-        self._check()
+        self._armed_at = max(self.seen_rv.get(NODES, 0), self.seen_rv.get(OPERANDS, 0))
+        self._check_workload()
