@@ -165,6 +165,15 @@ def test_the_writes_table_is_a_ratio_to_the_post_of_a_pod() -> None:
     assert lines[2].split()[3:5] == ["5.00", "2.00x"]
 
 
+def test_the_writes_bench_daemonsets_select_their_own_pods_and_run_on_every_node() -> None:
+    body = write_cost.daemonset("operand-3")
+    selector = body["spec"]["selector"]["matchLabels"]
+    template = body["spec"]["template"]
+    assert selector.items() <= template["metadata"]["labels"].items()  # else the API server refuses it
+    assert selector != write_cost.daemonset("operand-4")["spec"]["selector"]["matchLabels"]
+    assert template["spec"]["tolerations"] == [{"operator": "Exists"}]  # tainted GPU nodes too
+
+
 def test_kernel_figures_keep_each_change_in_order_beside_the_percentiles() -> None:
     figures = converge_report.kernel_figures([(0.5, 6.0), (0.7, 12.0), (0.6, 6.2)])
     assert figures["count"] == 3 and figures["complete_p99"] == 12.0

@@ -13,6 +13,10 @@ of its own (``--nodes`` simulated GPU nodes):
   the scheduler, kwok, the device simulator);
 * ``apply node label`` — the same label by server-side apply, for comparison.
 
+With ``--daemonsets N``, N DaemonSets over every node run first (as an operand's do), so
+each node write also costs the DaemonSet controller its look at every DaemonSet for that
+node: what a label patch costs in a cluster that runs sro's operands.
+
 After ``WARM_UP`` writes of every kind, each kind is sent ``--writes`` times,
 ``--concurrency`` at a time, with a few seconds of settling after (watchers catch up);
 the CPU every control-plane process spent in that window, less what the same cluster
@@ -41,6 +45,7 @@ NAMESPACE = "write-cost"
 SETTLE = 3.0  # seconds after the last answer: the watchers' share lands in the window
 APPLY = "application/apply-patch+yaml"
 WARM_UP = 100  # writes of each kind sent, and not measured, before any is measured
+DAEMONSETS_READY = 600.0  # seconds the ``--daemonsets`` get to run a Ready pod on every node
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -79,6 +84,44 @@ def pod(name: str) -> dict[str, Any]:
     }
 
 
+def daemonset(name: str) -> dict[str, Any]:
+    """A DaemonSet over every node, tolerating every taint, like an operand's."""
+    labels = {"app": name, "sro.dev/owner": "bench"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "operand", "image": "registry.example.com/operand:1.0"}],
+                },
+            },
+        },
+    }
+
+
+async def run_daemonsets(client: kube.Kube, count: int, *, nodes: int) -> None:
+    """Create ``count`` DaemonSets and wait until each has a Ready pod on all ``nodes``."""
+    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets"
+    for i in range(count):
+        await client.create(path, daemonset(f"operand-{i}"))
+    deadline = time.monotonic() + DAEMONSETS_READY
+    while True:
+        found = (await client.get(path))["items"]
+        ready = sum(1 for d in found if (d.get("status") or {}).get("numberReady", 0) >= nodes)
+        if ready == count:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{ready} of {count} DaemonSets Ready on {nodes} nodes after {DAEMONSETS_READY:g}s"
+            )
+        await asyncio.sleep(1.0)
+
+
 def per_write(
     spent: dict[str, float], idle: dict[str, float], *, seconds: float, idle_seconds: float, writes: int
 ) -> dict[str, float]:
@@ -98,7 +141,9 @@ async def _window(run: layout.RunDir, work: Callable[[], Awaitable[None]]) -> tu
     return daemons.cpu_by_name(run.pids, before), time.monotonic() - started
 
 
-async def measure(run: layout.RunDir, *, writes: int, concurrency: int) -> dict[str, dict[str, float]]:
+async def measure(
+    run: layout.RunDir, *, writes: int, concurrency: int, daemonsets: int = 0
+) -> dict[str, dict[str, float]]:
     state = controlplane.State.load(run)
     assert state is not None
     limit = asyncio.Semaphore(concurrency)
@@ -109,6 +154,9 @@ async def measure(run: layout.RunDir, *, writes: int, concurrency: int) -> dict[
         nodes = sorted(
             n["metadata"]["name"] for n in (await client.get("/api/v1/nodes", request_seconds=120))["items"]
         )
+        if daemonsets:
+            await run_daemonsets(client, daemonsets, nodes=len(nodes))
+            print(f"{daemonsets} DaemonSets Ready on {len(nodes)} nodes", flush=True)
 
         async def each(send: Callable[[int], Awaitable[Any]], *, first: int = 0, count: int = writes) -> None:
             async def one(i: int) -> None:
@@ -174,6 +222,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--nodes", type=int, default=200)
     p.add_argument("--writes", type=int, default=1000)
     p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--daemonsets", type=int, default=0, help="DaemonSets over every node, running first")
     args = p.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="sro-writes-"))
     run = layout.RunDir(base / "cluster")
@@ -181,7 +230,9 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, signal.default_int_handler)
     try:
         converge.hack_cluster(run, "up", "--nodes", str(args.nodes))
-        figures = asyncio.run(measure(run, writes=args.writes, concurrency=args.concurrency))
+        figures = asyncio.run(
+            measure(run, writes=args.writes, concurrency=args.concurrency, daemonsets=args.daemonsets)
+        )
     finally:
         converge.hack_cluster(run, "down")
         shutil.rmtree(base, ignore_errors=True)
