@@ -151,6 +151,7 @@ class Judge:
         self._matched: dict[str, frozenset[str]] = {}
         self._cluster: dict[str, tuple[readiness.Verdict, ...]] = {}
         self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
+        self._group_facts: dict[desired.KernelGroup | None, tuple[object, ...]] = {}
         self._refs = index.refs
         self._live: dict[int, tuple[observed_.LiveObject | None, str]] = {}
 
@@ -236,21 +237,31 @@ class Judge:
         return self._cluster[state]
 
     def pass_key(self, order: Sequence[str]) -> tuple[object, ...]:
-        """What every node's walk reads alike (``walk_memo``)."""
-        daemonsets = []
-        for objs in self._daemonsets.values():
-            for obj in objs:
-                live, current = self._daemonset(obj)
-                facts = None if live is None else (live.uid, live.template_generation, live.update_strategy)
-                daemonsets.append((facts, current))
+        """What every node's walk reads alike (``walk_memo``). The DaemonSets are not in it:
+        each node's key holds those of its kernel group (``daemonset_facts``), so a new
+        DaemonSet for one kernel, or a new revision of one, walks only that group again."""
         return (
             self._wanted.states,
             self._wanted.kernel_groups,
-            tuple(daemonsets),
             tuple(self.cluster(state) for state in order),
             self._seen.retries,
             self._upgrading is None,
         )
+
+    def daemonset_facts(self, group: desired.KernelGroup | None) -> tuple[object, ...]:
+        """What a node of kernel ``group`` reads of the live DaemonSets placed on it: each
+        one's uid, template generation, update strategy and current revision (the same for
+        every node of the group, so computed once per group)."""
+        known = self._group_facts.get(group)
+        if known is None:
+            facts: list[object] = []
+            for state in self._daemonsets:
+                for obj in self._placed_on(state, group):
+                    live, current = self._daemonset(obj)
+                    made = live and (live.uid, live.template_generation, live.update_strategy)
+                    facts.append((state, made, current))
+            known = self._group_facts[group] = tuple(facts)
+        return known
 
     def node_key(self, node: str, *, reset: bool) -> walk_memo.NodeKey:
         """What only ``node``'s walk reads (``walk_memo``)."""
@@ -272,16 +283,20 @@ class Judge:
         records: list[object] = [self.recorded(state, node) for state in self._logs_states]
         if self._logs_states:
             records.append(self.matched_before(node))
-        return (reset, self._replacing(node), pods, named, collected, tails, records)
+        daemonsets = self.daemonset_facts(self._wanted.kernel_groups.get(node))
+        return (reset, self._replacing(node), daemonsets, pods, named, collected, tails, records)
+
+    def _placed_on(self, state: str, group: desired.KernelGroup | None) -> tuple[desired.DesiredObject, ...]:
+        """The DaemonSets of ``state`` on nodes of kernel ``group``: the same for its every node."""
+        placed = self._placed.get((state, group))
+        if placed is None:
+            placed = tuple(o for o in self._daemonsets[state] if concerns_node(o, node="", group=group))
+            self._placed[(state, group)] = placed
+        return placed
 
     def on_node(self, state: str, node: str) -> list[readiness.Verdict]:
-        group = self._wanted.kernel_groups.get(node)
-        placed = self._placed.get((state, group))
-        if placed is None:  # the DaemonSets of a state on a kernel group: the same for its every node
-            placed = tuple(o for o in self._daemonsets[state] if concerns_node(o, node=node, group=group))
-            self._placed[(state, group)] = placed
         verdicts = [*self.cluster(state)]
-        for obj in placed:
+        for obj in self._placed_on(state, self._wanted.kernel_groups.get(node)):
             verdicts.append(self._one(obj, node))
         for obj in self._pinned.get((state, node), ()):
             verdicts.append(self._one(obj, node))

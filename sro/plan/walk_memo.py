@@ -7,10 +7,12 @@ per node, what it read and what it found, and the next walk reuses a node's phas
 everything it would read again is equal:
 
 * for the whole pass (``pass_key``): the desired objects (the same objects: a render is
-  reused while its inputs hold), the kernel groups, the states, each DaemonSet's uid,
-  template generation, update strategy and current revision, each state's cluster-wide
+  reused while its inputs hold), the kernel groups, the states, each state's cluster-wide
   verdicts, the retry bookkeeping, and whether an upgrade is walking;
-* for each node (``node_key``): whether it is reset or upgrading, the sro pods on it, the
+* for each node (``node_key``): whether it is reset or upgrading, the uid, template
+  generation, update strategy and current revision of each DaemonSet placed on it (those
+  of its kernel group and the cluster-wide ones: a kernel's new DaemonSet, or its new
+  revision, walks that kernel's nodes again, not every node), the sro pods on it, the
   per-node pods named for it wherever they run, and the log tails read of all of these.
 
 Pods are the cache's own records, replaced (never modified) when they change, so an

@@ -1,7 +1,7 @@
 """A walk that reuses the last walk's memory finds what a walk from scratch finds.
 
 Randomised worlds stepped the way a converging fleet steps: pods appear, become ready,
-fail, are replaced; log tails arrive; nodes are reset; a DaemonSet's template moves on.
+fail, are replaced; log tails arrive; nodes are reset; one DaemonSet's template moves on.
 At every step the walk with the memo must equal the walk without it, and a node whose
 inputs did not change must be recalled, not walked again; the same holds for each node's
 label, annotation and taint change (``lifecycle.node_changes``), with the nodes' records
@@ -22,6 +22,7 @@ from sro.plan import lifecycle, node_patches, observed, walk, walk_memo
 
 NODES = [f"n{i}" for i in range(8)]
 GROUPS = {n: (K1 if i % 2 else K2) for i, n in enumerate(NODES)}
+DAEMONSETS = ("driver-k1", "driver-k2", "plugin")
 CHANGES = ("driver", "driver-ready", "log", "validate", "validate-done", "plugin", "gone", "reset")
 
 
@@ -50,7 +51,8 @@ def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, objec
             ("driver", "driver-ready", "log", "validate", "validate-done", "plugin", "gone", "reset")
         )
         driver = by_name["driver-k1" if GROUPS[n] is K1 else "driver-k2"]
-        generation = int(world["generation"])  # type: ignore[call-overload]
+        generations: dict[str, int] = world["generations"]  # type: ignore[assignment]
+        generation = generations[driver.ref.name]
         if what == "driver":
             pods[f"d-{n}"] = ds_pod(driver, n, ready=False, generation=generation)
         elif what == "driver-ready":
@@ -64,17 +66,19 @@ def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, objec
         elif what == "validate-done":
             pods[f"v-{n}"] = bare_pod(by_name[f"validate-{n}"], phase=rng.choice(("Succeeded", "Failed")))
         elif what == "plugin":
-            pods[f"p-{n}"] = ds_pod(by_name["plugin"], n, ready=rng.random() < 0.7)
+            plugin = by_name["plugin"]
+            pods[f"p-{n}"] = ds_pod(plugin, n, ready=rng.random() < 0.7, generation=generations["plugin"])
         elif what == "gone":
             pods.pop(rng.choice([k for k in pods if k.endswith(n)] or [""]), None)
         else:
             world["reset"] = frozenset(rng.sample(NODES, rng.randint(0, 2)))
-    if rng.random() < 0.05:
-        world["generation"] = int(world["generation"]) + 1  # type: ignore[call-overload]
+    if rng.random() < 0.1:  # one DaemonSet's template moves on: only its nodes read anything new
+        generations = world["generations"]  # type: ignore[assignment]
+        generations[rng.choice(sorted(generations))] += 1
 
 
 def _world() -> dict[str, object]:
-    return {"pods": {}, "logs": {}, "reset": frozenset(), "generation": 1}
+    return {"pods": {}, "logs": {}, "reset": frozenset(), "generations": dict.fromkeys(DAEMONSETS, 1)}
 
 
 def _steps(
@@ -95,9 +99,9 @@ def _observe(
     nodes: dict[str, views.NodeView] | None = None,
     taints: tuple[views.Taint, ...] = (),
 ) -> observed.Observed:
-    generation = int(world["generation"])  # type: ignore[call-overload]
+    generations: dict[str, int] = world["generations"]  # type: ignore[assignment]
     lives = [
-        live(o, generation=generation) if o.kind == "DaemonSet" else live(o)
+        live(o, generation=generations[o.ref.name]) if o.kind == "DaemonSet" else live(o)
         for o in want.objects
         if o.node is None
     ]
@@ -133,6 +137,25 @@ def test_a_walk_with_the_memo_equals_one_without(seed: int) -> None:
         )
         memo = with_memo.memo
     assert recalled_total > 0, "unchanged nodes are recalled, not walked again"
+
+
+def test_a_kernel_daemonsets_new_revision_walks_that_kernels_nodes_again_and_recalls_the_others() -> None:
+    want = _recipe()
+    world = _world()
+    by_name = {o.ref.name: o for o in want.objects}
+    pods: dict[str, views.PodView] = world["pods"]  # type: ignore[assignment]
+    for n in NODES:
+        pods[f"d-{n}"] = ds_pod(by_name["driver-k1" if GROUPS[n] is K1 else "driver-k2"], n)
+    first = walk.walk(want, _observe(want, world, walk_memo.EMPTY))
+    assert isinstance(first.memo, walk_memo.Memo)
+    world["generations"] = {**world["generations"], "driver-k1": 2}  # type: ignore[dict-item]
+    again = walk.walk(want, _observe(want, world, first.memo))
+    assert isinstance(again.memo, walk_memo.Memo)
+    recalled = {n for n in NODES if again.memo.nodes[n] is first.memo.nodes[n]}
+    assert recalled == {n for n in NODES if GROUPS[n] is K2}
+    assert again.nodes == walk.walk(want, _observe(want, world, walk_memo.EMPTY)).nodes
+    stale = {n for n in NODES if "old template" in again.nodes[n]["state-driver"].reason}
+    assert stale == {n for n in NODES if GROUPS[n] is K1}  # what the new revision changed, walked
 
 
 def test_other_objects_make_the_memo_unusable() -> None:
