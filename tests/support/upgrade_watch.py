@@ -40,6 +40,11 @@ from support import cluster as cluster_mod
 NODES, OPERANDS, WORKLOAD = "nodes", "operands", "workload"  # the streams, one kubectl each
 
 
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 @dataclass
 class Watcher:
     cluster: cluster_mod.Cluster
@@ -150,10 +155,8 @@ class Watcher:
             self.unschedulable[name] = now
             self._replay(rv, name, now)
         elif kind == "Pod" and self.workload_namespace and meta.get("namespace") == self.workload_namespace:
-            conditions = (obj.get("status") or {}).get("conditions") or ()
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
             gone = kind_of_event == "DELETED" or bool(meta.get("deletionTimestamp"))
-            self.workload_ready[meta.get("uid", "")] = ready and not gone
+            self.workload_ready[meta.get("uid", "")] = _ready(obj) and not gone
         elif kind == "Pod" and str(meta.get("name", "")).startswith(self.driver_prefix):
             node = (obj.get("spec") or {}).get("nodeName", "")
             if node not in self.nodes:
@@ -169,9 +172,7 @@ class Watcher:
                             f"the driver pod of {node}, cordoned by an administrator, went"
                         )
             else:
-                conditions = (obj.get("status") or {}).get("conditions") or ()
-                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-                pods[uid] = ready
+                pods[uid] = ready = _ready(obj)
                 self._replay(rv, node, (uid, ready))
         self._check_workload()
 
@@ -208,8 +209,9 @@ class Watcher:
         self.peak = max(self.peak, len(down))
         if len(down) > self.budget:
             said = f"{len(down)} nodes unavailable at resourceVersion {rv}: {down[:20]}"
-            if not any(v.startswith(f"{len(down)} nodes unavailable") for v in self.violations):
-                lines = [f"{n} {what}" for n, what in self._history if n in set(down)]
+            if not any(" nodes unavailable at " in v for v in self.violations):  # the first breach
+                shown = set(down)
+                lines = [f"{n} {what}" for n, what in self._history if n in shown]
                 said += f" (their history: {'; '.join(lines[-40:])})"
             self.violations.append(said)
 
