@@ -96,7 +96,7 @@ class ImageChecks:
         self, wanted: desired.DesiredState, images: Mapping[str, tuple[observed.ImageCheck, ...]]
     ) -> desired.DesiredState:
         """``pins.pin``, the same objects again for the same render and answers: the
-        planner's walk reuses a node's phases only while the objects are the same ones."""
+        planner then reuses the last walk's objects and index whole (``walk_memo``)."""
         last = self._pinned.get(wanted.sr_name)
         if last is not None and last[0] is wanted and last[1] == images:
             return last[2]

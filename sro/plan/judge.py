@@ -237,21 +237,22 @@ class Judge:
         return self._cluster[state]
 
     def pass_key(self, order: Sequence[str]) -> tuple[object, ...]:
-        """What every node's walk reads alike (``walk_memo``). The DaemonSets are not in it:
-        each node's key holds those of its kernel group (``daemonset_facts``), so a new
-        DaemonSet for one kernel, or a new revision of one, walks only that group again."""
+        """What every node's walk reads alike (``walk_memo``). The desired objects are not
+        in it: each node's key holds its kernel group and the objects placed on it
+        (``daemonset_facts``, its per-node ones), so a kernel's new DaemonSet, or a new
+        revision of one, walks only that kernel's nodes again."""
         return (
             self._wanted.states,
-            self._wanted.kernel_groups,
+            self._logs_states,
             tuple(self.cluster(state) for state in order),
             self._seen.retries,
             self._upgrading is None,
         )
 
     def daemonset_facts(self, group: desired.KernelGroup | None) -> tuple[object, ...]:
-        """What a node of kernel ``group`` reads of the live DaemonSets placed on it: each
-        one's uid, template generation, update strategy and current revision (the same for
-        every node of the group, so computed once per group)."""
+        """What a node of kernel ``group`` reads of the DaemonSets placed on it: each one
+        as desired, and the uid, template generation, update strategy and current revision
+        of it live (the same for every node of the group, so computed once per group)."""
         known = self._group_facts.get(group)
         if known is None:
             facts: list[object] = []
@@ -259,19 +260,21 @@ class Judge:
                 for obj in self._placed_on(state, group):
                     live, current = self._daemonset(obj)
                     made = live and (live.uid, live.template_generation, live.update_strategy)
-                    facts.append((state, made, current))
-            known = self._group_facts[group] = tuple(facts)
+                    facts.append((obj, made, current))
+            known = self._group_facts[group] = (group, *facts)
         return known
 
     def node_key(self, node: str, *, reset: bool) -> walk_memo.NodeKey:
-        """What only ``node``'s walk reads (``walk_memo``)."""
+        """What only ``node``'s walk reads (``walk_memo``). Desired objects compare by
+        identity first (``walk_memo.interned`` keeps unchanged ones), else by value."""
         seen = self._seen
         pods = seen.pods_by_node.get(node, ())
+        mine = self._pinned_on.get(node, ())
         named = tuple(map(seen.pods_by_name.get, self._pinned_names.get(node, ())))
         finished = seen.finished
         collected = [
             self._refs[id(o)][1] in finished or self.recorded(o.state, node)
-            for o, p in zip(self._pinned_on.get(node, ()), named, strict=True)
+            for o, p in zip(mine, named, strict=True)
             if _collected(p)
         ]  # a list: the key is compared, never hashed
         logs = seen.logs
@@ -284,7 +287,7 @@ class Judge:
         if self._logs_states:
             records.append(self.matched_before(node))
         daemonsets = self.daemonset_facts(self._wanted.kernel_groups.get(node))
-        return (reset, self._replacing(node), daemonsets, pods, named, collected, tails, records)
+        return (reset, self._replacing(node), daemonsets, mine, pods, named, collected, tails, records)
 
     def _placed_on(self, state: str, group: desired.KernelGroup | None) -> tuple[desired.DesiredObject, ...]:
         """The DaemonSets of ``state`` on nodes of kernel ``group``: the same for its every node."""

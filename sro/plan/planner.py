@@ -79,6 +79,7 @@ from sro.plan import (
     upgrade_jobs,
     upgrade_records,
     upgrade_status,
+    walk_memo,
 )
 from sro.plan import observed as observed_
 from sro.plan import teardown as teardown_
@@ -238,6 +239,9 @@ def _seconds(delays: list[timedelta]) -> float | None:
 
 def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: datetime) -> Plan:
     """Plan one reconcile of a managed SpecialResource; see the module docstring."""
+    # A new render holds the last walk's instance of each object it did not change, so
+    # the walk's memory recalls every node whose own objects are unchanged (``walk_memo``).
+    handed, rendered = rendered, walk_memo.interned(rendered, observed.walk_memo)
     parts = builds.split(rendered, observed)  # build states are not walked (``builds``)
     wanted, seen = parts.wanted, parts.seen
     verdict = images.decide(wanted, seen)  # images a registry says are not there (if checked)
@@ -297,7 +301,8 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     status = images.status(status, wanted, seen, shown, now=now)
     status = builds.status(status, made, previous=previous, generation=seen.generation, now=now)
     labelled = lifecycle.node_changes(wanted, seen, walked)
-    walked = dataclasses.replace(walked, memo=labelled.memo)  # the next plan reuses unchanged nodes'
+    memo = dataclasses.replace(labelled.memo, render=(handed, rendered))
+    walked = dataclasses.replace(walked, memo=memo)  # the next plan reuses unchanged nodes'
     node_labels = upgrade_status.merge(
         images.node_changes(labelled.changes, wanted, seen, walked, verdict), rollout.node_changes
     )

@@ -98,7 +98,7 @@ def walk(
     }
     complete = progress.Phase.COMPLETE
     pass_key = judge.pass_key(order)
-    last = seen.walk_memo if seen.walk_memo.usable(wanted.objects, pass_key) else walk_memo.EMPTY
+    last = seen.walk_memo if seen.walk_memo.key == pass_key else walk_memo.EMPTY
     remembered: dict[str, walk_memo.Remembered] = {}
     for node in wanted.nodes:
         key = judge.node_key(node, reset=node in reset)

@@ -6,30 +6,33 @@ node every pass made the walk the largest part of the planner's time. So the wal
 per node, what it read and what it found, and the next walk reuses a node's phases when
 everything it would read again is equal:
 
-* for the whole pass (``pass_key``): the desired objects (the same objects: a render is
-  reused while its inputs hold), the kernel groups, the states, each state's cluster-wide
-  verdicts, the retry bookkeeping, and whether an upgrade is walking;
-* for each node (``node_key``): whether it is reset or upgrading, the uid, template
-  generation, update strategy and current revision of each DaemonSet placed on it (those
-  of its kernel group and the cluster-wide ones: a kernel's new DaemonSet, or its new
-  revision, walks that kernel's nodes again, not every node), the sro pods on it, the
-  per-node pods named for it wherever they run, and the log tails read of all of these.
+* for the whole pass (``pass_key``): the states, which of them wait for logs, each
+  state's cluster-wide verdicts, the retry bookkeeping, and whether an upgrade is walking;
+* for each node (``node_key``): whether it is reset or upgrading, its kernel group, the
+  DaemonSets placed on it (those of its group and the cluster-wide ones) with the uid,
+  template generation, update strategy and current revision of each live one, its own
+  per-node objects, the sro pods on it, the per-node pods named for it wherever they
+  run, and the log tails read of all of these.
 
+A new render (a kernel change, a node joining) is no reason to walk every node again:
+``interned`` hands the planner the last walk's instance of every object that did not
+change, so the desired objects in a node's key compare by identity, at once, and only the
+nodes whose own objects changed (the kernel's new DaemonSet, a new node's pods) are walked.
 Pods are the cache's own records, replaced (never modified) when they change, so an
-unchanged pod compares by identity, at once. Anything else changes the key and the node
-is walked as before; the result is the same either way (``tests/unit/plan``: a walk with
-the memo equals one without, pass after pass).
+unchanged pod compares by identity too. Anything else changes the key and the node is
+walked as before; the result is the same either way (``tests/unit/plan``: a walk with the
+memo equals one without, pass after pass and render after render).
 
 The plan adds each node's label, annotation and taint change (``lifecycle.node_changes``,
-``Changed``): it depends only on the node's walk and its cached record, so a node whose
-walk was reused (the same ``Remembered``) and whose record is the same object as then
-gets the change computed then.
+``Changed``): it depends only on the node's walk (its kernel group included) and its
+cached record, so a node whose walk was reused (the same ``Remembered``) and whose record
+is the same object as then gets the change computed then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from sro.model import desired, progress, views
@@ -51,6 +54,25 @@ class Remembered:
 def same(a: Sequence[desired.DesiredObject], b: Sequence[desired.DesiredObject]) -> bool:
     """Whether ``a`` and ``b`` hold the same instances, in order (a render reused)."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def interned(wanted: desired.DesiredState, memo: Memo) -> desired.DesiredState:
+    """``wanted`` with each object equal to the one of the last plan's of the same ref
+    replaced by that instance: after a kernel change every unchanged object is the last
+    walk's, and compares by identity in the node keys. The engine hands the same render
+    again while its inputs hold: that gets the same answer again, at once."""
+    raw, kept = memo.render
+    if raw is wanted and kept is not None:
+        return kept
+    last = kept.objects if kept is not None else memo.objects
+    objects = wanted.objects
+    if not last or same(objects, last):
+        return wanted
+    before = {o.ref: o for o in last}
+    ours = tuple(
+        old if (old := before.get(o.ref)) is not None and (old is o or old == o) else o for o in objects
+    )
+    return wanted if same(ours, objects) else replace(wanted, objects=ours)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +97,7 @@ class Memo:
     """A walk's memory: the pass's inputs and every node's (``walk.walk`` makes it)."""
 
     objects: tuple[desired.DesiredObject, ...] = ()
+    """The objects walked: the next plan's ``interned`` keeps their instances."""
     key: tuple[object, ...] = ()
     nodes: Mapping[str, Remembered] = field(default_factory=_no_nodes)
     index: object = None
@@ -83,14 +106,8 @@ class Memo:
     changes: Mapping[str, Changed] = field(default_factory=_no_changes)
     changes_key: tuple[object, ...] = ()
     """What every node's change reads alike (``lifecycle.node_changes``)."""
-
-    def same_objects(self, objects: Sequence[desired.DesiredObject]) -> bool:
-        """Whether this memo was made from these objects (``same``)."""
-        return same(self.objects, objects)
-
-    def usable(self, objects: Sequence[desired.DesiredObject], key: tuple[object, ...]) -> bool:
-        """Whether this memo was made from the same objects and pass inputs."""
-        return self.same_objects(objects) and self.key == key
+    render: tuple[desired.DesiredState | None, desired.DesiredState | None] = (None, None)
+    """The last plan's render as the engine handed it, and as ``interned`` made it."""
 
     def recall(self, node: str, key: NodeKey) -> Remembered | None:
         known = self.nodes.get(node)

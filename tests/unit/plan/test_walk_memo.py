@@ -1,8 +1,10 @@
 """A walk that reuses the last walk's memory finds what a walk from scratch finds.
 
 Randomised worlds stepped the way a converging fleet steps: pods appear, become ready,
-fail, are replaced; log tails arrive; nodes are reset; one DaemonSet's template moves on.
-At every step the walk with the memo must equal the walk without it, and a node whose
+fail, are replaced; log tails arrive; nodes are reset; one DaemonSet's template moves on;
+the recipe is rendered again (new instances, interned or not), with a node's kernel
+changed, one node's own pod edited or one kernel's driver waiting for another line. At
+every step the walk with the memo must equal the walk without it, and a node whose
 inputs did not change must be recalled, not walked again; the same holds for each node's
 label, annotation and taint change (``lifecycle.node_changes``), with the nodes' records
 changing as sro's patches, an administrator and the SpecialResource's taints change them.
@@ -12,32 +14,45 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator
 
+import builders
 import pytest
 from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, obj, seen, states, wanted
 
 from sro.model import desired, views
-from sro.plan import lifecycle, node_patches, observed, walk, walk_memo
+from sro.plan import lifecycle, node_patches, observed, planner, walk, walk_memo
 
 NODES = [f"n{i}" for i in range(8)]
 GROUPS = {n: (K1 if i % 2 else K2) for i, n in enumerate(NODES)}
 DAEMONSETS = ("driver-k1", "driver-k2", "plugin")
+STEPS = 40  # passes per randomised world
 CHANGES = ("driver", "driver-ready", "log", "validate", "validate-done", "plugin", "gone", "reset")
 
 
-def _recipe() -> desired.DesiredState:
-    driver_k1 = ds("driver-k1", "state-driver", group=K1, logs="driver loaded")
+def _recipe(world: dict[str, object] | None = None) -> desired.DesiredState:
+    """A render of the recipe for ``world``'s kernel groups and edits: new instances each time."""
+    groups: dict[str, desired.KernelGroup] = world["groups"] if world else GROUPS  # type: ignore[assignment]
+    edited: frozenset[str] = world["edited"] if world else frozenset()  # type: ignore[assignment]
+    pattern = str(world["pattern"]) if world else "driver loaded"
+    driver_k1 = ds("driver-k1", "state-driver", group=K1, logs=pattern)
     driver_k2 = ds("driver-k2", "state-driver", group=K2, logs="driver loaded")
-    validate = node_pods("validate", "state-validation", NODES)
+    validate = [
+        dataclasses.replace(o, body={**o.body, "spec": {"edited": True}}) if o.node in edited else o
+        for o in node_pods("validate", "state-validation", NODES)
+    ]
     plugin = ds("plugin", "state-plugin")
     config = obj("ConfigMap", "settings", "state-plugin")
     return wanted(
         states("state-driver", "state-validation", "state-plugin"),
         [driver_k1, driver_k2, *validate, plugin, config],
         NODES,
-        groups=GROUPS,
+        groups=groups,
     )
+
+
+def _driver(want: desired.DesiredState, n: str) -> desired.DesiredObject:
+    name = "driver-k1" if want.kernel_groups[n] is K1 else "driver-k2"
+    return next(o for o in want.objects if o.ref.name == name)
 
 
 def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, object]) -> None:
@@ -47,10 +62,8 @@ def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, objec
     by_name = {o.ref.name: o for o in want.objects}
     for _ in range(rng.randint(0, 4)):
         n = rng.choice(NODES)
-        what = rng.choice(
-            ("driver", "driver-ready", "log", "validate", "validate-done", "plugin", "gone", "reset")
-        )
-        driver = by_name["driver-k1" if GROUPS[n] is K1 else "driver-k2"]
+        what = rng.choice(CHANGES)
+        driver = _driver(want, n)
         generations: dict[str, int] = world["generations"]  # type: ignore[assignment]
         generation = generations[driver.ref.name]
         if what == "driver":
@@ -59,7 +72,7 @@ def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, objec
             pods[f"d-{n}"] = ds_pod(driver, n, ready=True, generation=generation)
         elif what == "log":
             logs[ds_pod(driver, n, generation=generation).uid] = {
-                "main": rng.choice(("...", "driver loaded"))
+                "main": rng.choice(("...", "driver loaded", "module loaded"))
             }
         elif what == "validate":
             pods[f"v-{n}"] = bare_pod(by_name[f"validate-{n}"], phase="Running")
@@ -75,21 +88,44 @@ def _step(rng: random.Random, want: desired.DesiredState, world: dict[str, objec
     if rng.random() < 0.1:  # one DaemonSet's template moves on: only its nodes read anything new
         generations = world["generations"]  # type: ignore[assignment]
         generations[rng.choice(sorted(generations))] += 1
+    roll = rng.random()
+    if roll < 0.1:  # a node boots another kernel: it moves to the other group's DaemonSet
+        groups: dict[str, desired.KernelGroup] = world["groups"]  # type: ignore[assignment]
+        n = rng.choice(NODES)
+        groups[n] = K2 if groups[n] is K1 else K1
+    elif roll < 0.15:  # one node's own pod is rendered differently
+        world["edited"] = world["edited"] ^ {rng.choice(NODES)}  # type: ignore[operator]
+    elif roll < 0.2:  # one kernel's driver waits for another line: its nodes judge it anew
+        world["pattern"] = "loaded" if world["pattern"] == "driver loaded" else "driver loaded"
 
 
 def _world() -> dict[str, object]:
-    return {"pods": {}, "logs": {}, "reset": frozenset(), "generations": dict.fromkeys(DAEMONSETS, 1)}
+    return {
+        "pods": {}, "logs": {}, "reset": frozenset(), "generations": dict.fromkeys(DAEMONSETS, 1),
+        "groups": dict(GROUPS), "edited": frozenset(), "pattern": "driver loaded",
+    }  # fmt: skip
 
 
-def _steps(
-    rng: random.Random, want: desired.DesiredState, world: dict[str, object], *, count: int = 40
-) -> Iterator[frozenset[str]]:
-    """Step ``world`` ``count`` times (``_step``), yielding the nodes reset at each step."""
-    for _ in range(count):
-        _step(rng, want, world)
-        reset = world["reset"]
-        assert isinstance(reset, frozenset)
-        yield reset
+def _rendered(
+    rng: random.Random, want: desired.DesiredState, world: dict[str, object], memo: walk_memo.Memo
+) -> desired.DesiredState:
+    """``want``, or sometimes (always when the world's groups or edits moved on) a new
+    render, interned against ``memo`` as the planner does or, now and then, not."""
+    fresh = _recipe(world)
+    if fresh == want and rng.random() < 0.8:
+        return want  # the render reused
+    return walk_memo.interned(fresh, memo) if rng.random() < 0.7 else fresh
+
+
+def _advance(
+    rng: random.Random, want: desired.DesiredState, world: dict[str, object], memo: walk_memo.Memo
+) -> tuple[desired.DesiredState, frozenset[str]]:
+    """Step ``world`` once (``_step``): the render the next pass plans with (``_rendered``)
+    and the nodes reset."""
+    _step(rng, want, world)
+    reset = world["reset"]
+    assert isinstance(reset, frozenset)
+    return _rendered(rng, want, world, memo), reset
 
 
 def _observe(
@@ -119,11 +155,12 @@ def _observe(
 @pytest.mark.parametrize("seed", range(12))
 def test_a_walk_with_the_memo_equals_one_without(seed: int) -> None:
     rng = random.Random(seed)
-    want = _recipe()
     world = _world()
     memo = walk_memo.EMPTY
     recalled_total = 0
-    for reset in _steps(rng, want, world):
+    want = _recipe(world)
+    for _ in range(STEPS):
+        want, reset = _advance(rng, want, world, memo)
         with_memo = walk.walk(want, _observe(want, world, memo), reset=reset)
         fresh = walk.walk(want, _observe(want, world, walk_memo.EMPTY), reset=reset)
         assert with_memo.nodes == fresh.nodes
@@ -158,13 +195,54 @@ def test_a_kernel_daemonsets_new_revision_walks_that_kernels_nodes_again_and_rec
     assert stale == {n for n in NODES if GROUPS[n] is K1}  # what the new revision changed, walked
 
 
-def test_other_objects_make_the_memo_unusable() -> None:
-    want = _recipe()
-    first = walk.walk(want, _observe(want, _world(), walk_memo.EMPTY))
+@pytest.mark.parametrize("intern", [True, False], ids=["interned", "equal-copies"])
+def test_a_new_render_walks_only_the_nodes_whose_own_objects_changed(intern: bool) -> None:
+    world = _world()
+    want = _recipe(world)
+    pods: dict[str, views.PodView] = world["pods"]  # type: ignore[assignment]
+    for n in NODES:
+        pods[f"d-{n}"] = ds_pod(_driver(want, n), n)
+    first = walk.walk(want, _observe(want, world, walk_memo.EMPTY))
     assert isinstance(first.memo, walk_memo.Memo)
-    copied = dataclasses.replace(want, objects=tuple(dataclasses.replace(o) for o in want.objects))
-    assert first.memo.usable(want.objects, first.memo.key)
-    assert not first.memo.usable(copied.objects, first.memo.key)
+    world["groups"] = {**GROUPS, "n0": K1 if GROUPS["n0"] is K2 else K2}  # n0 boots the other kernel
+    world["edited"] = frozenset({"n3"})  # n3's validation pod is rendered differently
+    fresh = _recipe(world)
+    again_want = walk_memo.interned(fresh, first.memo) if intern else fresh
+    kept = {i for i, o in enumerate(again_want.objects) if o is want.objects[i]}
+    edited = next(i for i, o in enumerate(fresh.objects) if o.ref.name == "validate-n3")
+    assert kept == (set(range(len(want.objects))) - {edited} if intern else set())
+    again = walk.walk(again_want, _observe(again_want, world, first.memo))
+    assert isinstance(again.memo, walk_memo.Memo)
+    recalled = {n for n in NODES if again.memo.nodes[n] is first.memo.nodes[n]}
+    assert recalled == set(NODES) - {"n0", "n3"}
+    assert again.nodes == walk.walk(again_want, _observe(again_want, world, walk_memo.EMPTY)).nodes
+    assert "old template" not in again.nodes["n0"]["state-driver"].reason  # its new group's pod: none yet
+    assert again.nodes["n0"]["state-driver"] != first.nodes["n0"]["state-driver"]
+
+
+def test_interning_keeps_the_last_instances_of_unchanged_objects_only() -> None:
+    world = _world()
+    want = _recipe(world)
+    last = walk_memo.Memo(objects=want.objects)
+    assert walk_memo.interned(want, walk_memo.EMPTY) is want  # nothing walked before
+    assert walk_memo.interned(want, last) is want  # the render reused
+    assert walk_memo.same(walk_memo.interned(_recipe(world), last).objects, want.objects)
+    world["edited"] = frozenset({"n1"})
+    again = walk_memo.interned(_recipe(world), last)
+    changed = [o.ref.name for o, before in zip(again.objects, want.objects, strict=True) if o is not before]
+    assert changed == ["validate-n1"]
+
+
+def test_the_same_render_handed_again_gets_the_same_interned_render_at_once() -> None:
+    world = _world()
+    want = _recipe(world)
+    handed = _recipe(world)  # equal, other instances: rendered anew from the same inputs
+    kept = walk_memo.interned(handed, walk_memo.Memo(objects=want.objects))
+    assert kept is not handed and walk_memo.same(kept.objects, want.objects)
+    memo = walk_memo.Memo(objects=want.objects, render=(handed, kept))
+    assert walk_memo.interned(handed, memo) is kept
+    assert walk_memo.interned(_recipe(world), memo) is not kept  # another render: interned anew
+    assert walk_memo.same(walk_memo.interned(_recipe(world), memo).objects, want.objects)
 
 
 TAINT = views.Taint(key="example.com/gpu", value="", effect="NoSchedule")
@@ -185,13 +263,14 @@ def _patched(view: views.NodeView, change: node_patches.NodeChange) -> views.Nod
 @pytest.mark.parametrize("seed", range(12))
 def test_node_changes_with_the_memo_equal_those_without(seed: int) -> None:
     rng = random.Random(seed)
-    want = _recipe()
     world = _world()
     nodes = {n: node(n) for n in NODES}
     taints: tuple[views.Taint, ...] = ()
     memo = walk_memo.EMPTY
     reused = 0
-    for reset in _steps(rng, want, world):
+    want = _recipe(world)
+    for _ in range(STEPS):
+        want, reset = _advance(rng, want, world, memo)
         if rng.random() < 0.1:
             taints = () if taints else (TAINT,)  # the SpecialResource's taints edited
         if rng.random() < 0.2:  # an administrator's label on one node
@@ -209,3 +288,46 @@ def test_node_changes_with_the_memo_equal_those_without(seed: int) -> None:
             if rng.random() < 0.7:  # most patches land before the next pass
                 nodes[change.node] = _patched(nodes[change.node], change)
     assert reused > 0, "an unchanged node's change is reused, not computed again"
+
+
+def test_a_node_moved_to_another_kernel_group_gets_its_new_group_annotated_even_when_it_walks_alike() -> None:
+    groups = {"n0": K1, "n1": K1}
+    plugin = states("state-plugin")
+
+    def render(kernels: dict[str, desired.KernelGroup]) -> desired.DesiredState:
+        return wanted(plugin, [ds("plugin", "state-plugin")], groups, groups=kernels)
+
+    want = render(groups)
+    pods = [ds_pod(want.objects[0], n) for n in groups]
+    annotation = lifecycle.kernel_annotation(SR)
+    nodes = [
+        node(n, {builders.label("state-plugin"): "ready"}, annotations={annotation: K1.key}) for n in groups
+    ]
+    first = seen(nodes, objects=[live(want.objects[0])], pods=pods)
+    walked = walk.walk(want, first)
+    before = lifecycle.node_changes(want, first, walked)
+    assert not [c for c in before.changes if annotation in c.annotations]
+    moved = walk_memo.interned(render({**groups, "n0": K2}), before.memo)
+    again = dataclasses.replace(first, walk_memo=before.memo)
+    changes = lifecycle.node_changes(moved, again, walk.walk(moved, again)).changes
+    assert [(c.node, c.annotations[annotation]) for c in changes if annotation in c.annotations] == [
+        ("n0", K2.key)
+    ]
+
+
+def test_a_plan_after_a_kernel_change_walks_only_the_node_that_changed() -> None:
+    world = _world()
+    want = _recipe(world)
+    pods: dict[str, views.PodView] = world["pods"]  # type: ignore[assignment]
+    for n in NODES:
+        pods[f"d-{n}"] = ds_pod(_driver(want, n), n)
+    first = planner.plan(want, _observe(want, world, walk_memo.EMPTY), now=builders.T0)
+    assert first.walk is not None and isinstance(first.walk.memo, walk_memo.Memo)
+    world["groups"] = {**GROUPS, "n0": K1 if GROUPS["n0"] is K2 else K2}
+    moved = _recipe(world)  # every object a new instance, as a new render makes them
+    again = planner.plan(moved, _observe(moved, world, first.walk.memo), now=builders.T0)
+    assert again.walk is not None and isinstance(again.walk.memo, walk_memo.Memo)
+    walked = {n for n in NODES if again.walk.memo.nodes[n] is not first.walk.memo.nodes[n]}
+    assert walked == {"n0"}
+    scratch = planner.plan(moved, _observe(moved, world, walk_memo.EMPTY), now=builders.T0)
+    assert again.apply == scratch.apply and again.node_labels == scratch.node_labels
