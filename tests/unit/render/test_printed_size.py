@@ -32,6 +32,12 @@ PRINT_BOMBS = {
 }
 
 
+def cpu() -> float:
+    """This thread's CPU seconds: the work a refusal took, whatever else the machine runs
+    (the render is synchronous, on this thread; wall time grows with a busy machine)."""
+    return time.thread_time()
+
+
 def render(text: str) -> str:
     compiled = templates.compile_document(f"a: {text}\n", location=Location(file="r/s/d.yaml", line=1))
     return compiled.render({}, budget=templates.Budget(templates.Limits()))
@@ -39,10 +45,10 @@ def render(text: str) -> str:
 
 @pytest.mark.parametrize("template", PRINT_BOMBS.values(), ids=PRINT_BOMBS.keys())
 def test_a_value_printing_to_gigabytes_is_refused_before_it_prints(template: str) -> None:
-    started = time.monotonic()
+    started = cpu()
     with pytest.raises(TemplateError, match=r"would build|prints to more than|nests deeper"):
         render(template)
-    assert time.monotonic() - started < 2.0
+    assert cpu() - started < 2.0
 
 
 def test_values_of_ordinary_size_still_print() -> None:
@@ -84,7 +90,7 @@ BUILT_BOMBS = {
 
 @pytest.mark.parametrize("template", BUILT_BOMBS.values(), ids=BUILT_BOMBS.keys())
 def test_no_template_builds_a_value_printing_past_the_bound(template: str) -> None:
-    started = time.monotonic()
+    started = cpu()
     with pytest.raises(TemplateError, match=r"prints to more than 8388608 bytes"):
         render(template)
-    assert time.monotonic() - started < 3.0
+    assert cpu() - started < 3.0
