@@ -54,13 +54,15 @@ async def render(
 ) -> Rendered:
     """``pipeline.render_desired`` off the loop, under ``env.limits`` as ever; ``last``
     again, without rendering, when it was rendered from equal inputs. Nodes advancing
-    through states change no input, so at a thousand nodes most passes render nothing."""
+    through states change no input, so at a thousand nodes most passes render nothing;
+    a render that runs takes ``last``'s unchanged per-node pods again."""
 
     def run() -> Rendered:
         inputs = pipeline.render_inputs(sr, recipe, nodes, env=env, facts=facts)
         if last is not None and last.inputs == inputs:
             return last
-        return Rendered(inputs=inputs, state=pipeline.render_desired(sr, recipe, nodes, env=env))
+        before = last.state if last is not None else None
+        return Rendered(inputs=inputs, state=pipeline.render_desired(sr, recipe, nodes, env=env, last=before))
 
     return await asyncio.to_thread(run)
 

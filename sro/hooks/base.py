@@ -43,6 +43,9 @@ class Context:
     copies: dict[CopiesKey, Any] = dataclasses.field(default_factory=dict)
     """The per-node pods still to stamp once the hooks have run (``per_node.expand``), by
     their first pod: the one thing written to during a render."""
+    last: Sequence[desired.DesiredObject] = ()
+    """The objects of the last render of the same SpecialResource, if any: ``per_node.expand``
+    takes a template's pods from there when its first pod is what it was then."""
 
     def locate(self, obj: desired.DesiredObject, needle: str) -> errors.Location:
         """The line of ``obj``'s source document that first contains ``needle`` (else its first line)."""

@@ -10,7 +10,9 @@ The pods of one template differ only in what is stamped here (name, node label,
 the later hooks; ``expand`` stamps every other node's from it once they have run. At a
 thousand nodes that is one pod per template through ten hooks instead of a thousand,
 which is most of a render (a kernel change or a node joining renders again). The pods
-are those the hooks would have made one by one, down to the order of their keys.
+are those the hooks would have made one by one, down to the order of their keys. A render
+handed the last one takes from it the pods of every template whose first pod is unchanged:
+after a kernel change only the pods that moved are new, the others the same instances.
 """
 
 from __future__ import annotations
@@ -79,16 +81,42 @@ class Copies:
 
 def expand(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[desired.DesiredObject]:
     """``objects`` with, after each first per-node pod, its template's pods on the other
-    nodes: the first pod as the hooks left it, stamped for each."""
+    nodes: the first pod as the hooks left it, stamped for each.
+
+    Where the last render (``ctx.last``) made the very same first pod, down to the order
+    of its keys, it stamped the same pods from it: those are taken again, the same
+    instances (a kernel change renders every node's pods, and most did not change)."""
     if not ctx.copies:
         return list(objects)
+    before: dict[tuple[object, ...], desired.DesiredObject] | None = None
     out: list[desired.DesiredObject] = []
     for obj in objects:
         out.append(obj)
         rest = ctx.copies.get(_key(obj)) if obj.node is not None else None
-        if rest is not None:
+        if rest is None:
+            continue
+        if before is None:
+            before = {_slot(o): o for o in ctx.last if o.node is not None}
+        last = before.get(_slot(obj))
+        if last is None or not _same(last, obj):
             out.extend(_stamped(obj, node, rest) for node in rest.nodes)
+            continue
+        # The same first pod on the same node has the same template name (a pod's name is
+        # ``node_name(template, node)``), so the last render stamped each node's alike.
+        for node in rest.nodes:
+            kept = before.get((obj.source, obj.kernel_group, node))
+            out.append(kept if kept is not None else _stamped(obj, node, rest))
     return out
+
+
+def _slot(obj: desired.DesiredObject) -> tuple[object, ...]:
+    """Where a per-node pod comes from: its document, kernel group and node."""
+    return (obj.source, obj.kernel_group, obj.node)
+
+
+def _same(a: desired.DesiredObject, b: desired.DesiredObject) -> bool:
+    """Equal, and with the keys of their bodies in the same order (what ``sro render`` prints)."""
+    return a is b or (a == b and repr(a.body) == repr(b.body))
 
 
 def _key(first: desired.DesiredObject) -> base.CopiesKey:

@@ -69,9 +69,11 @@ def render_desired(
     nodes: Sequence[views.NodeView],
     *,
     env: Environment,
+    last: desired.DesiredState | None = None,
 ) -> desired.DesiredState:
-    """Everything ``sr`` wants on ``nodes``; raises the first RecipeError (others as notes)."""
-    state, found = collect_desired(sr, recipe, nodes, env=env)
+    """Everything ``sr`` wants on ``nodes``; raises the first RecipeError (others as notes).
+    ``last``: the last render of ``sr``, whose unchanged per-node pods are taken again."""
+    state, found = collect_desired(sr, recipe, nodes, env=env, last=last)
     found.raise_first()
     assert state is not None
     return state
@@ -126,6 +128,7 @@ def collect_desired(
     nodes: Sequence[views.NodeView],
     *,
     env: Environment,
+    last: desired.DesiredState | None = None,
 ) -> tuple[desired.DesiredState | None, problems_.Problems]:
     """Like ``render_desired`` but returns every problem found instead of raising."""
     found = problems_.Problems(warnings=list(recipe.warnings))
@@ -168,6 +171,7 @@ def collect_desired(
         texts={d.location: d.text for s in recipe.states for d in s.documents},
         keep_off=env.keep_off,
         policy=env.policy,
+        last=last.objects if last is not None and last.sr_name == sr.name else (),
     )
     objects = [o for o in objects if keys.validate(o, registry.HOOKS, ctx=ctx)]
     for hook in registry.HOOKS:

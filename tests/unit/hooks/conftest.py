@@ -62,7 +62,12 @@ def make_node(name: str, group: tuple[str, str, str] = RHEL, **labels: str) -> v
 
 
 def render(
-    sr: srmodel.SpecialResource, recipe: recipe_.Recipe, nodes: Sequence[views.NodeView], **kw: Any
+    sr: srmodel.SpecialResource,
+    recipe: recipe_.Recipe,
+    nodes: Sequence[views.NodeView],
+    *,
+    last: desired.DesiredState | None = None,
+    **kw: Any,
 ) -> desired.DesiredState:
     args: dict[str, Any] = {
         "cluster_version": "1.36",
@@ -72,7 +77,7 @@ def render(
         "is_served": kinds.builtin_is_served,
     }
     args.update(kw)
-    return pipeline.render_desired(sr, recipe, nodes, env=pipeline.Environment(**args))
+    return pipeline.render_desired(sr, recipe, nodes, env=pipeline.Environment(**args), last=last)
 
 
 @pytest.fixture
