@@ -181,6 +181,21 @@ def test_kernel_figures_keep_each_change_in_order_beside_the_percentiles() -> No
     assert figures["samples"][1]["daemonset"] == 0.7
 
 
+def test_several_runs_report_each_ratio_and_the_medians() -> None:
+    runs = [
+        {"floor": {"seconds": 19.0}, "sro": {"seconds": 29.5}, "ratio": 1.55},
+        {"floor": {"seconds": 25.4}, "sro": {"seconds": 32.9}, "ratio": 1.30},
+        {"floor": {"seconds": 23.6}, "sro": {"seconds": 26.1}, "ratio": 1.10},
+        {"sro": {"seconds": 40.0}, "not_ready": True},  # no floor measured: no ratio to count
+    ]
+    summary = converge_report.runs_summary(runs)
+    assert [r["ratio"] for r in summary["runs"]] == [1.55, 1.30, 1.10, None]
+    assert summary["median"] == {"floor": 23.6, "sro": pytest.approx(31.2), "ratio": 1.30}
+    lines = converge_report.runs_table(summary).splitlines()
+    assert lines[4].split() == ["4", "-", "40.0", "s", "-"]
+    assert lines[-1].split() == ["median", "23.6", "s", "31.2", "s", "1.30x"]
+
+
 def test_cpu_by_name_reads_recorded_live_processes_and_what_they_used_since(tmp_path: Path) -> None:
     busy = (
         "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(60)"

@@ -353,6 +353,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--profile", action="store_true", help="sample the operator with py-spy while converging")
     p.add_argument("--keep", action="store_true", help="leave the cluster running")
     p.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="run it all this many times, each on a new cluster, and print the median ratio: the "
+        "simulator's random pulls move one run's ratio by a fifth either way",
+    )
+    p.add_argument(
         "--pod-gc-threshold",
         type=int,
         default=0,
@@ -366,6 +373,18 @@ def main(argv: list[str]) -> int:
     )
     args = p.parse_args(argv)
     out = args.out.resolve()
+    if args.runs <= 1:
+        return 1 if "not_ready" in _run(args, out) else 0
+    runs = [_run(args, out / f"run-{i}") for i in range(1, args.runs + 1)]
+    summary = converge_report.runs_summary(runs)
+    converge_report.write_json(summary, out / "converge-runs.json")
+    print(f"\n{args.runs} runs, {args.nodes} GPU nodes ({out / 'converge-runs.json'}):")
+    print(converge_report.runs_table(summary))
+    return 1 if any("not_ready" in r for r in runs) else 0
+
+
+def _run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """One run on a new cluster: the floor, then sro; the table, JSON and PNG in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="sro-converge-"))
     run = layout.RunDir(base / "cluster")
@@ -387,18 +406,8 @@ def main(argv: list[str]) -> int:
         if not args.keep:
             hack_cluster(run, "down")
             shutil.rmtree(base, ignore_errors=True)
-    print()
-    print(converge_report.table(figures))
-    converge_report.write_json(figures, out / "converge.json")
-    drawn = converge_report.plot(figures, out / "converge.png")
-    print(
-        f"\nwrote {out / 'converge.json'}"
-        + (f" and {out / 'converge.png'}" if drawn else " (no matplotlib: no PNG)")
-    )
-    if args.profile:
-        print(f"\nprofile of sro run while converging ({out / 'operator.spy'}):")
-        print(converge_report.profile_top(out / "operator.spy", count=25))
-    return 1 if "not_ready" in figures else 0
+    print(converge_report.written(figures, out, profile=args.profile))
+    return figures
 
 
 if __name__ == "__main__":

@@ -212,6 +212,53 @@ def kernel_figures(samples: Sequence[tuple[float, float]]) -> dict[str, Any]:
     }
 
 
+def written(figures: Mapping[str, Any], out: Path, *, profile: bool) -> str:
+    """Write one run's JSON and PNG into ``out``; what to print: the table, where they went,
+    and with ``profile`` the top of the operator's profile."""
+    write_json(figures, out / "converge.json")
+    drawn = plot(figures, out / "converge.png")
+    text = f"\n{table(figures)}\n\nwrote {out / 'converge.json'}"
+    text += f" and {out / 'converge.png'}" if drawn else " (no matplotlib: no PNG)"
+    if profile:
+        text += f"\n\nprofile of sro run while converging ({out / 'operator.spy'}):\n"
+        text += profile_top(out / "operator.spy", count=25)
+    return text
+
+
+def runs_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several runs of the bench side by side: each run's floor, sro and ratio, and the
+    medians. The simulator's pulls are random, so one run's ratio moves by a fifth either
+    way; the median of several is the figure to compare."""
+    rows: list[dict[str, float | None]] = [
+        {
+            "floor": r["floor"]["seconds"] if "floor" in r else None,
+            "sro": r["sro"]["seconds"] if "sro" in r else None,
+            "ratio": r.get("ratio"),
+        }
+        for r in runs
+    ]
+
+    def median(key: str) -> float | None:
+        values = [v for row in rows if (v := row[key]) is not None]
+        return statistics.median(values) if values else None
+
+    return {"runs": rows, "median": {key: median(key) for key in ("floor", "sro", "ratio")}}
+
+
+def runs_table(summary: Mapping[str, Any]) -> str:
+    """``runs_summary`` as lines to read: one per run, then the medians."""
+
+    def shown(value: float | None, unit: str) -> str:
+        return "-" if value is None else f"{value:.2f}x" if unit == "x" else f"{value:.1f} s"
+
+    rows = [(str(i), row) for i, row in enumerate(summary["runs"], 1)] + [("median", summary["median"])]
+    lines = [f"{'run':<8}{'floor':>10}{'sro':>10}{'sro / floor':>14}"]
+    for name, row in rows:
+        floor, sro, ratio = shown(row["floor"], "s"), shown(row["sro"], "s"), shown(row["ratio"], "x")
+        lines.append(f"{name:<8}{floor:>10}{sro:>10}{ratio:>14}")
+    return "\n".join(lines)
+
+
 def profile_top(path: Path, *, count: int) -> str:
     """The ``count`` functions with the most samples in a py-spy raw profile, inclusive
     (anywhere on the stack, once per stack) and self (on top), as percentages of samples
