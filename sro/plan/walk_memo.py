@@ -64,7 +64,7 @@ def interned(wanted: desired.DesiredState, memo: Memo) -> desired.DesiredState:
     raw, kept = memo.render
     if raw is wanted and kept is not None:
         return kept
-    last = kept.objects if kept is not None else memo.objects
+    last = memo.objects
     objects = wanted.objects
     if not last or same(objects, last):
         return wanted
