@@ -99,17 +99,17 @@ class Reporter:
         events_: Sequence[events.Event] = (),
         requeue_after: float | None = None,
     ) -> float | None:
-        """Status first (only if changed), then the Events that status records; the requeue."""
-        written = await self._status.write_status(name=name, current=previous, status=status)
+        """The Events and the status of the transition (only if the status changed); the requeue."""
+        uid = str((body.get("metadata") or {}).get("uid", ""))
+        written = await self._status.record(
+            name=name, uid=uid, current=previous, status=status, events_=events_
+        )
         if written:
             self._written[name] = Written(
                 cached=dict(body.get("status") or {}),
                 status=dict(status),
                 version=self._status.written_version(name),
             )
-        if written and events_:
-            uid = str((body.get("metadata") or {}).get("uid", ""))
-            await self._status.emit(sr_name=name, sr_uid=uid, events_=events_)
         return requeue_after
 
     async def unexpected(self, key: str, exc: BaseException) -> None:

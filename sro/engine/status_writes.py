@@ -8,16 +8,17 @@ burst of writes). So:
   field manager (fields sro stops setting disappear), and only when the computed status
   differs from the one the cache holds (``sro.status.summary.status_changed``);
 * Events (events.k8s.io/v1, built by ``sro.status.events.body``) are the planner's
-  transitions, posted after the status that records the transition is written, so a
-  failed status write never leaves an Event announcing something status does not show,
-  and a retried reconcile (which sees the written status) never repeats the Event.
+  transitions, posted just before the status that records the transition is written
+  (``record``). An operator killed between the two posts them again when it starts, so
+  none is lost (a Warning such as ``UpgradeFailed`` is what alerting watches); each is
+  named by the status it moves away from, so that second POST, or one of a pass retried
+  after a failed status write, is refused as existing instead of posted twice.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -50,13 +51,6 @@ class StatusWriter:
         self._writer = writer
         self._instance = instance or os.environ.get("POD_NAME") or socket.gethostname()
         self._clock = clock
-        # SpecialResource name -> fingerprint of the status it last wrote: the transition
-        # the Events emitted next belong to (one key is never reconciled by two workers
-        # at once, and emit follows write_status within a pass). The status itself, not
-        # the resourceVersion the write returned: any other write to the object (a
-        # label, a finalizer) between a pass and its retry changes the version, and the
-        # retried pass would post its Events again under new names.
-        self._transitions: dict[str, str] = {}
         self._versions: dict[str, int] = {}  # name -> resourceVersion its last status write returned
         # name -> statuses this writer sent or is sending: what their watch events bring back
         self._sent: dict[str, list[Mapping[str, Any]]] = {}
@@ -68,7 +62,7 @@ class StatusWriter:
 
     def forget(self, name: str) -> None:
         """SpecialResource ``name`` is gone: nothing of its writes to remember."""
-        for memory in (self._transitions, self._versions, self._sent):
+        for memory in (self._versions, self._sent):
             memory.pop(name, None)
 
     def is_own(self, name: str, body: Mapping[str, Any]) -> bool:
@@ -97,27 +91,48 @@ class StatusWriter:
             sent.remove(status)
             raise
         del sent[:-1]  # the last write alone, from now on
-        self._transitions[name] = summary.fingerprint(status)
         self._versions[name] = bodies.version_of(answer)
         log.debug(
             "status written", sr=name, state=status.get("state", ""), resource_version=self._versions[name]
         )
         return True
 
+    async def record(
+        self,
+        *,
+        name: str,
+        uid: str,
+        current: Mapping[str, Any],
+        status: Mapping[str, Any],
+        events_: Sequence[events.Event],
+    ) -> bool:
+        """A transition from ``current`` to ``status``: its Events, then the status; nothing
+        when the status is unchanged. True if the status was written.
+
+        The Events are named by ``current`` (its fingerprint, which carries its conditions'
+        transition times, so a later transition to the same phase has other names): any
+        pass that starts again from ``current`` (after a kill, a lost answer or a refused
+        status write) names the same Events the same, and the API server keeps one.
+        """
+        if not summary.status_changed(current, status):
+            return False
+        if events_:
+            await self.emit(
+                sr_name=name, sr_uid=uid, events_=events_, transition=f"from/{summary.fingerprint(current)}"
+            )
+        return await self.write_status(name=name, current=None, status=status)  # changed: checked above
+
     async def emit(
-        self, *, sr_name: str, sr_uid: str, events_: Sequence[events.Event], transition: str = ""
+        self, *, sr_name: str, sr_uid: str, events_: Sequence[events.Event], transition: str
     ) -> int:
         """Post one Event per entry; one that cannot be written is logged, not raised.
 
         Events are advisory: losing one must never fail the reconcile that caused it.
-        Names are those of ``events.name`` for ``transition`` when given (something said
-        once whatever the status, such as a foreign object), else for the transition
-        ``write_status`` recorded; without one (no status written first) a random
-        transition keeps names unique.
+        Names are those of ``events.name`` for ``transition``: what the Events are about
+        (the status a transition leaves, see ``record``; or something said once whatever
+        the status, such as a foreign object), so the same one is posted once.
         """
         written = 0
-        if not transition:
-            transition = self._transitions.pop(sr_name, "") or f"unrecorded-{uuid.uuid4().hex}"
         for event in events_:
             body = events.body(
                 event,

@@ -76,9 +76,9 @@ async def _run(ctx: Context, *, now: datetime) -> planner.Plan:
 async def remove(ctx: Context, *, now: datetime) -> float | None:
     """``managementState: Removed``: delete everything, keep the SpecialResource, say so."""
     planned = await _run(ctx, now=now)
-    written = await ctx.status.write_status(name=ctx.sr.name, current=ctx.previous, status=planned.status)
-    if written and planned.events:
-        await ctx.status.emit(sr_name=ctx.sr.name, sr_uid=ctx.sr.uid, events_=planned.events)
+    await ctx.status.record(
+        name=ctx.sr.name, uid=ctx.sr.uid, current=ctx.previous, status=planned.status, events_=planned.events
+    )
     return planned.requeue_after
 
 

@@ -2,9 +2,9 @@
 
 Covers: a POST of an Event sent again (what a retry after a lost answer does) is answered
 AlreadyExists, counted as posted, and leaves one Event (the audit log shows the one 201
-and the refused second); a reconcile that writes the same status again before its cache
-shows it, and emits the same transition's Events, posts nothing new; a later transition
-with the very same Event posts a second one.
+and the refused second); a transition recorded again from the same status (a pass
+started over after a kill or a failed status write) posts nothing new; an unchanged
+status posts nothing; a later transition with the very same Event posts a second one.
 """
 
 from __future__ import annotations
@@ -110,26 +110,33 @@ async def test_one_event_per_transition_through_the_status_writer(cluster: Any, 
     async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
         statuses = status_writes.StatusWriter(ssa.Writer(api=api, discovery=discovery.Discovery(api)))
         complete = {"state": "Ready", "phase": "Ready", "conditions": [ready_since("2026-11-25T01:00:00Z")]}
-        assert await statuses.write_status(name=name, current=None, status=complete)
-        assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
-        # The same pass again, as a reconcile retried before its cache showed the status
-        # (and whatever else wrote to the object meanwhile): the same status, so the
-        # Event has the same name and is not posted twice.
-        assert await statuses.write_status(name=name, current=None, status=complete)
-        assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
+        assert await statuses.record(name=name, uid=uid, current={}, status=complete, events_=[DONE])
         assert len(events_about(cluster, uid)) == 1
+        # The same transition again, as a pass that starts over from the same status does
+        # (the operator killed after the Event, before the status; a status write that
+        # failed; a reconcile retried before its cache showed the status): the Event has
+        # the same name and is not posted twice.
+        assert await statuses.record(name=name, uid=uid, current={}, status=complete, events_=[DONE])
+        assert len(events_about(cluster, uid)) == 1
+        # Nothing changed: neither status nor Event.
+        same = await statuses.record(name=name, uid=uid, current=complete, status=complete, events_=[DONE])
+        assert not same
         # Later the state goes back to progressing and completes again: a new transition.
-        assert await statuses.write_status(
-            name=name, current=complete, status={"state": "Progressing", "phase": "Progressing"}
-        )
+        progressing = {
+            "state": "Progressing",
+            "phase": "Progressing",
+            "conditions": [
+                {**ready_since("2026-11-25T01:30:00Z"), "status": "False", "reason": "Progressing"}
+            ],
+        }
+        assert await statuses.record(name=name, uid=uid, current=complete, status=progressing, events_=[])
         again = {**complete, "conditions": [ready_since("2026-11-25T02:00:00Z")]}
-        assert await statuses.write_status(
-            name=name, current={"state": "Progressing", "phase": "Progressing"}, status=again
-        )
-        assert await statuses.emit(sr_name=name, sr_uid=uid, events_=[DONE]) == 1
+        assert await statuses.record(name=name, uid=uid, current=progressing, status=again, events_=[DONE])
     posted = events_about(cluster, uid)
     assert len(posted) == 2
     assert {e["reason"] for e in posted} == {events.STATE_COMPLETED}
+    written = cluster.kubectl_json("get", "specialresource", name)["status"]
+    assert written["conditions"][0]["lastTransitionTime"] == "2026-11-25T02:00:00Z"
 
 
 async def test_a_status_written_by_someone_else_is_told_from_its_own(
