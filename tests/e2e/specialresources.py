@@ -8,7 +8,7 @@ never a sleep) for a condition of any of these.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from support import cluster as cluster_mod
@@ -115,12 +115,21 @@ def ready_condition(sr_status: Mapping[str, Any]) -> bool:
     return cond.get("status") == "True" and cond.get("reason") == "AllStatesComplete"
 
 
-async def wait_ready(cluster: cluster_mod.Cluster, name: str, *, within: float) -> dict[str, Any]:
-    """Wait until the SpecialResource is Ready; returns its status."""
+async def wait_ready(
+    cluster: cluster_mod.Cluster,
+    name: str,
+    *,
+    within: float,
+    where: Callable[[dict[str, Any]], bool] = lambda _: True,
+) -> dict[str, Any]:
+    """Wait until the SpecialResource is Ready and its status satisfies ``where``; returns
+    the status. After a change to a SpecialResource that is Ready already, ``where`` says
+    what shows the change was seen (its node counts, its kernels): Ready alone may still
+    be the status from before it."""
 
     def check() -> dict[str, Any] | None:
         found = status(cluster, name)
-        return found if ready_condition(found) else None
+        return found if ready_condition(found) and where(found) else None
 
     result: dict[str, Any] = await waiting.wait_for(
         check, timeout=within, interval=1.0, message=f"SpecialResource {name} Ready"

@@ -143,14 +143,16 @@ async def test_an_older_special_resource_edited_over_a_newer_ones_node_takes_it_
         interval=0.5,
         message=f"everything of {newer} gone from {second_node}",
     )
-    status = await srs.wait_ready(made.cluster, older, within=120)
-    assert status["nodes"] == {"selected": 2, "complete": 2}
+    counts = {"selected": 2, "complete": 2}
+    status = await srs.wait_ready(made.cluster, older, within=120, where=lambda s: s.get("nodes") == counts)
+    assert status["nodes"] == counts
 
     # The overlap ends: the newer one gets its node back.
     shrink = json.dumps({"spec": {"nodeSelector": {HOSTNAME: first_node}}})
     made.cluster.kubectl("patch", "sr", older, "--type=merge", "-p", shrink)
-    status = await srs.wait_ready(made.cluster, newer, within=180)
-    assert status["nodes"] == {"selected": 1, "complete": 1}
+    counts = {"selected": 1, "complete": 1}
+    status = await srs.wait_ready(made.cluster, newer, within=180, where=lambda s: s.get("nodes") == counts)
+    assert status["nodes"] == counts
     assert srs.condition(status, "Degraded")["status"] == "False"
     await waiting.wait_for(
         lambda: srs.sr_labels(_node(made, second_node), older) == {},

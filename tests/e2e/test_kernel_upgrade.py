@@ -58,7 +58,9 @@ async def test_nodes_moved_to_a_fifth_kernel_get_a_new_daemonset_and_walk_again(
         interval=0.5,
         message="a DaemonSet for the new kernel and none for the old one",
     )
-    status = await srs.wait_ready(made.cluster, name, within=180)
+    status = await srs.wait_ready(
+        made.cluster, name, within=180, where=lambda s: {r["kernel"] for r in s.get("kernels", ())} == wanted
+    )
     assert {row["kernel"] for row in status["kernels"]} == wanted
     assert status["nodes"] == {"selected": 19, "complete": 19}
 

@@ -120,9 +120,12 @@ async def test_a_label_flap_is_held_and_a_longer_loss_is_let_go_after_the_grace_
     marks = _marks(made, group, name)
     assert all(marks[n][1] for n in flapping), marks  # sro's taint stays on held nodes
     _label(made, flapping, "true")
-    status = await srs.wait_ready(made.cluster, name, within=120)
+    counts = {"selected": 4, "complete": 4}
+    status = await srs.wait_ready(
+        made.cluster, name, within=120, where=lambda s: not s.get("heldNodes") and s.get("nodes") == counts
+    )
     assert not status.get("heldNodes")
-    assert status["nodes"] == {"selected": 4, "complete": 4}
+    assert status["nodes"] == counts
     assert _group_daemonsets(made, name) == daemonsets  # the group's DaemonSet was never deleted
     counted = _flaps(operator)
     assert counted["seen"] - flaps["seen"] >= 2 and counted["absorbed"] - flaps["absorbed"] >= 2, counted

@@ -53,8 +53,9 @@ async def test_a_joining_gpu_node_walks_the_states_in_order_and_the_others_are_u
         srs.pool_inventory(group, [{"count": 1, "prefix": f"{group}-late", "name": f"{group}-late", **POOL}])
     )
     made.nodes.extend(joined)
-    status = await srs.wait_ready(made.cluster, name, within=240)
-    assert status["nodes"] == {"selected": 4, "complete": 4}
+    counts = {"selected": 4, "complete": 4}
+    status = await srs.wait_ready(made.cluster, name, within=240, where=lambda s: s.get("nodes") == counts)
+    assert status["nodes"] == counts
 
     by_node = srs.pods_by_node_and_state(made.cluster, name)
     new = by_node[joined[0]]

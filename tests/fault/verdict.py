@@ -116,11 +116,15 @@ tens."""
 
 def applies_per_object(writes: Sequence[audit.Write]) -> Counter[tuple[str, str, str]]:
     """sro's applies (patches of the object itself) per object; Nodes and SpecialResources,
-    which get a patch per label change and per finalizer, are not counted."""
+    which get a patch per label change and per finalizer, are not counted, nor dry runs
+    (a state's first objects are checked so before any is written: nothing is stored)."""
     return Counter(
         (w.resource, w.namespace, w.name)
         for w in writes
-        if w.verb == "patch" and not w.subresource and w.resource not in ("nodes", "specialresources")
+        if w.verb == "patch"
+        and not w.subresource
+        and not w.dry_run
+        and w.resource not in ("nodes", "specialresources")
     )
 
 
@@ -128,7 +132,7 @@ def _timeline(writes: Sequence[audit.Write], key: tuple[str, str, str]) -> str:
     """Every write of one object, in order: when, by which process, which verb, what answer
     (a failure names the object's own history, to tell retries from repeats)."""
     return "; ".join(
-        f"{w.time:%H:%M:%S.%f} {w.user.rsplit(':', 1)[-1]} {w.verb} {w.code}"
+        f"{w.time:%H:%M:%S.%f} {w.user.rsplit(':', 1)[-1]} {w.verb}{' dry-run' * w.dry_run} {w.code}"
         for w in sorted(writes, key=lambda w: w.time)
         if (w.resource, w.namespace, w.name) == key and not w.subresource
     )
