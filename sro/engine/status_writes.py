@@ -77,12 +77,8 @@ class StatusWriter:
             return True
         return 0 < bodies.version_of(body) <= self._versions.get(name, 0)
 
-    async def write_status(
-        self, *, name: str, current: Mapping[str, Any] | None, status: Mapping[str, Any]
-    ) -> bool:
-        """Apply ``status`` to SpecialResource ``name`` unless it equals ``current``; True if written."""
-        if current is not None and not summary.status_changed(current, status):
-            return False
+    async def _write(self, *, name: str, status: Mapping[str, Any]) -> None:
+        """Apply ``status`` to SpecialResource ``name`` (``record`` decided it changed)."""
         sent = self._sent.setdefault(name, [])
         sent.append(status)  # its watch event can come before its answer
         try:
@@ -95,7 +91,6 @@ class StatusWriter:
         log.debug(
             "status written", sr=name, state=status.get("state", ""), resource_version=self._versions[name]
         )
-        return True
 
     async def record(
         self,
@@ -120,7 +115,8 @@ class StatusWriter:
             await self.emit(
                 sr_name=name, sr_uid=uid, events_=events_, transition=f"from/{summary.fingerprint(current)}"
             )
-        return await self.write_status(name=name, current=None, status=status)  # changed: checked above
+        await self._write(name=name, status=status)
+        return True
 
     async def emit(
         self, *, sr_name: str, sr_uid: str, events_: Sequence[events.Event], transition: str

@@ -147,7 +147,7 @@ async def test_a_status_written_by_someone_else_is_told_from_its_own(
     # write, a hand edit), which that reconcile then writes back. The echoes are what the
     # watch delivers for each write: its status at the resourceVersion the write returned
     # (read back, another operator of the session could have written since).
-    name = specialresource["metadata"]["name"]
+    name, uid = specialresource["metadata"]["name"], specialresource["metadata"]["uid"]
 
     def echo(status: dict[str, Any], version: int) -> dict[str, Any]:
         meta = {**specialresource["metadata"], "resourceVersion": str(version)}
@@ -157,11 +157,11 @@ async def test_a_status_written_by_someone_else_is_told_from_its_own(
         statuses = status_writes.StatusWriter(ssa.Writer(api=api, discovery=discovery.Discovery(api)))
         assert not statuses.is_own(name, specialresource), "nothing written yet"
         progressing = {"state": "Progressing", "phase": "Progressing"}
-        assert await statuses.write_status(name=name, current=None, status=progressing)
+        assert await statuses.record(name=name, uid=uid, current={}, status=progressing, events_=())
         first = echo(progressing, statuses.written_version(name))
         assert statuses.is_own(name, first)
         ready = {"state": "Ready", "phase": "Ready", "conditions": [ready_since("2026-11-25T01:00:00Z")]}
-        assert await statuses.write_status(name=name, current=progressing, status=ready)
+        assert await statuses.record(name=name, uid=uid, current=progressing, status=ready, events_=())
         assert statuses.written_version(name) > int(first["metadata"]["resourceVersion"])
         assert statuses.is_own(name, echo(ready, statuses.written_version(name)))
         assert statuses.is_own(name, first), "an older write of its own, delivered late"
