@@ -61,6 +61,12 @@ class Proxy:
         self.client_certs = client_certs
         self.faults = Faults()
         self.random = random.Random(seed)
+        # Resets are spread, not drawn: every request adds reset_rate to a sum that starts at a
+        # seeded phase, and a reset is due each time it passes a whole number. A run of N
+        # requests therefore sees N x rate resets (give or take one) instead of a lottery that
+        # may draw none of a kind; which requests they hit still depends on the seed.
+        self.reset_due = self.random.random()
+        self.resets = 0
         self.stats: Counter[str] = Counter()
         self.conns: set[Conn] = set()
         self.released = asyncio.Event()
@@ -99,6 +105,13 @@ class Proxy:
         return await asyncio.open_connection(
             *self.upstream, ssl=self.client_ssl(cn), server_hostname=self.upstream[0]
         )
+
+    def reset_is_due(self, rate: float) -> bool:
+        self.reset_due += rate
+        if self.reset_due < 1.0:
+            return False
+        self.reset_due -= 1.0
+        return True
 
     def reset_all(self) -> int:
         conns = list(self.conns)
@@ -228,8 +241,12 @@ class Conn:
                 proxy.stats["reconnected_after_hold"] += 1
             self.holding = False
             self.upstream_back.set()
-        if faults.reset_rate and proxy.random.random() < faults.reset_rate:
-            if proxy.random.random() < 0.5:
+        if faults.reset_rate and proxy.reset_is_due(faults.reset_rate):
+            # Half the resets come after the API server has served the request (the write
+            # happened, the client never heard). A watch may answer late or never, so its
+            # reset always comes before it reaches the API server.
+            proxy.resets += 1
+            if request.watch or proxy.resets % 2:
                 self.reset("reset_before")
                 return False
             self.lose_answer = True  # served upstream, then the answer is lost

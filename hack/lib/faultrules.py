@@ -19,7 +19,7 @@ class Faults:
     """The standing faults; replaced as a whole by ``POST /faults``."""
 
     latency: float = 0.0  # seconds added to every chunk, both directions
-    reset_rate: float = 0.0  # chance that a request's connection is reset (before or after it is served)
+    reset_rate: float = 0.0  # share of requests whose connection is reset (before or after it is served)
     delay_watch: tuple[tuple[str, float], ...] = ()  # (resource plural, seconds) for watch answers
     hold_continue: bool = False  # hold list pages asked with a continue token until POST /release
 
