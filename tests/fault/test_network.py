@@ -2,11 +2,12 @@
 
 Two replicas reach the API server only through the fault proxy, which keeps each one's
 client identity upstream (the audit still tells them apart) and, all along, adds latency,
-resets a share of requests (half of them after the API server has carried them out, so
-the answer is lost and the client cannot know) and delays every watch of pods by seconds
-(the pod cache lags the others: caches disagree). On top, at a random point of each phase:
-every watch stalls and every connection is reset (converge); the leader's connections go
-half-open, open and silent (kernel change); every connection is reset (teardown).
+resets 3% of requests, spread evenly (half of those that are not watches after the API
+server has carried them out, so the answer is lost and the client cannot know) and
+delays every watch of pods by seconds (the pod cache lags the others: caches disagree).
+On top, at a random point of each phase: every watch stalls and every connection is
+reset (converge); the leader's connections go half-open, open and silent (kernel change);
+every connection is reset (teardown).
 
 The second test lists a kind that needs two pages while etcd is compacted between them:
 the continue token expires, and the replica must list again from scratch, not give up.
