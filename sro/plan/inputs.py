@@ -24,7 +24,7 @@ from typing import Any
 from sro.cache import projections
 from sro.model import desired, selection, views
 from sro.model import specialresource as sr_model
-from sro.plan import conflicts, dependencies, finish, lifecycle, node_patches
+from sro.plan import conflicts, dependencies, finish, lifecycle
 from sro.plan import observed as observed_
 from sro.plan import walk_memo as walk_memo_
 
@@ -73,20 +73,11 @@ def conflict_report(name: str, peers: Iterable[PeerSummary]) -> conflicts.Confli
     return conflicts.check(name, claims)
 
 
-def _marks(sr_name: str) -> tuple[str, ...]:
-    """The node annotations this SpecialResource writes."""
-    return (
-        lifecycle.kernel_annotation(sr_name),
-        lifecycle.logs_annotation(sr_name),
-        node_patches.taints_annotation(sr_name),
-    )
-
-
 def departed(
     sr_name: str, nodes: Iterable[views.NodeView], *, selected: frozenset[str]
 ) -> tuple[views.NodeView, ...]:
     """Nodes outside the selection that still carry this SpecialResource's marks."""
-    prefix, marks = lifecycle.label_prefix(sr_name), _marks(sr_name)
+    prefix, marks = lifecycle.label_prefix(sr_name), lifecycle.node_marks(sr_name)
     return tuple(
         n
         for n in nodes
@@ -99,7 +90,7 @@ def carrying(
     sr_name: str, nodes: Iterable[views.NodeView], taints: tuple[views.Taint, ...]
 ) -> tuple[views.NodeView, ...]:
     """Every node carrying a label, annotation or taint of this SpecialResource (for teardown)."""
-    prefix, marks = lifecycle.label_prefix(sr_name), _marks(sr_name)
+    prefix, marks = lifecycle.label_prefix(sr_name), lifecycle.node_marks(sr_name)
     mine = {(t.key, t.effect) for t in taints}
     return tuple(
         n

@@ -246,15 +246,29 @@ def cordoned_by_sro(node: views.NodeView, sr_name: str) -> bool:
     return node.unschedulable and isinstance(record, dict) and record.get("cordoned") is True
 
 
+def node_marks(sr_name: str) -> tuple[str, ...]:
+    """Every node annotation SpecialResource ``sr_name`` may write: its kernel group, log
+    matches, upgrade record and taint record. The one list of them, so what finds a node
+    carrying the SpecialResource's marks (``inputs.departed``, ``inputs.carrying``) and what
+    strips them (``strip_nodes``) never disagree."""
+    return (
+        kernel_annotation(sr_name),
+        logs_annotation(sr_name),
+        upgrade_annotation(sr_name),
+        node_patches.taints_annotation(sr_name),
+    )
+
+
 def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[node_patches.NodeChange, ...]:
     """Remove everything this SpecialResource put on these nodes (labels, annotations,
     taints), and undo a cordon an upgrade of it left (only one sro made)."""
-    prefix, ours = label_prefix(sr_name), (kernel_annotation(sr_name), logs_annotation(sr_name))
-    upgrading = upgrade_annotation(sr_name)
+    prefix, marks = label_prefix(sr_name), node_marks(sr_name)
     changes = []
     for node in nodes:
         labels = {k: None for k in node.labels if k.startswith(prefix)}
-        annotations = {a: None for a in (*ours, upgrading) if a in node.annotations}
+        # The taint record goes too, also when it is unreadable (then ``taint_patch`` finds
+        # no taint of sro's to take off, and the record would stay for ever).
+        annotations = {a: None for a in marks if a in node.annotations}
         new_taints = _taints(node, sr_name=sr_name, wanted=())
         uncordon = False if cordoned_by_sro(node, sr_name) else None
         if labels or annotations or new_taints is not None or uncordon is not None:

@@ -139,10 +139,30 @@ def test_teardown_removes_only_this_srs_labels_and_recorded_taints() -> None:
     assert not down.done
 
 
-def test_a_node_with_only_a_log_record_left_still_counts_as_carrying_the_special_resource() -> None:
-    record = {lifecycle.logs_annotation(SR): "uid-1"}
-    bare = views.NodeView(name="n1", annotations=record)
+@pytest.mark.parametrize(
+    ("annotation", "value"),
+    [
+        (lifecycle.logs_annotation(SR), "uid-1"),
+        (lifecycle.kernel_annotation(SR), "5.14.0-427|rhel9.4"),
+        (lifecycle.upgrade_annotation(SR), '{"target": "550"}'),  # no cordon recorded
+        (node_patches.taints_annotation(SR), "not json"),  # unreadable: no taint to take off
+    ],
+)
+def test_a_node_with_only_one_record_left_still_carries_the_special_resource_and_loses_it(
+    annotation: str, value: str
+) -> None:
+    bare = views.NodeView(name="n1", annotations={annotation: value, "admin/note": "keep"})
     assert inputs.departed(SR, [bare], selected=frozenset()) == (bare,)
     assert inputs.carrying(SR, [bare], ()) == (bare,)
     (change,) = lifecycle.strip_nodes(SR, [bare])
-    assert change.annotations == {lifecycle.logs_annotation(SR): None}
+    assert change.annotations == {annotation: None}
+    assert change.taints is None and change.unschedulable is None
+    patch = node_patches.for_change(bare, change, sr_name=SR)
+    assert patch == {"metadata": {"annotations": {annotation: None}}}
+
+
+def test_the_node_marks_are_every_annotation_of_the_special_resource_and_no_other() -> None:
+    marks = lifecycle.node_marks(SR)
+    assert len(set(marks)) == 4
+    assert all(m.startswith("sro.dev/") and m.endswith(f".{SR}") for m in marks)
+    assert set(marks).isdisjoint(lifecycle.node_marks("other"))
