@@ -9,6 +9,7 @@ which hooks run is ``registry.HOOKS``; the context is the same for all of them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +58,18 @@ class Context:
 
     def members(self, group: desired.KernelGroup) -> list[views.NodeView]:
         """Selected nodes in ``group``, by name."""
-        return [n for n in self.nodes if self.groups.get(n.name) == group]
+        return list(self._members.get(group, ()))
+
+    @functools.cached_property
+    def _members(self) -> Mapping[desired.KernelGroup, tuple[views.NodeView, ...]]:
+        # Once per render: every kernel-affine object asks for its group's members, and a
+        # walk of every node per object grew with nodes x kernel groups.
+        found: dict[desired.KernelGroup, list[views.NodeView]] = {}
+        for n in self.nodes:
+            group = self.groups.get(n.name)
+            if group is not None:
+                found.setdefault(group, []).append(n)
+        return {group: tuple(members) for group, members in found.items()}
 
     def after(self, state: str) -> tuple[str, ...]:
         return self.recipe.state(state).after

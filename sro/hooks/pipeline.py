@@ -155,8 +155,11 @@ def collect_desired(
     )
     if not _values_valid(sr, recipe, inputs.set_values, found):
         return None, found  # templates would only fail again on the same values
-    objects = engine.render_documents(
-        recipe, inputs, groups=groups.values(), limits=env.limits, problems=found
+    if last is not None and last.sr_name != sr.name:
+        last = None  # another SpecialResource's render: nothing of it is taken
+    memo = last.documents if last is not None and isinstance(last.documents, engine.Memo) else None
+    objects, documents = engine.render_documents(
+        recipe, inputs, groups=groups.values(), limits=env.limits, problems=found, memo=memo
     )
     ctx = base.Context(
         sr=sr,
@@ -171,7 +174,7 @@ def collect_desired(
         texts={d.location: d.text for s in recipe.states for d in s.documents},
         keep_off=env.keep_off,
         policy=env.policy,
-        last=last.objects if last is not None and last.sr_name == sr.name else (),
+        last=last.objects if last is not None else (),
     )
     objects = [o for o in objects if keys.validate(o, registry.HOOKS, ctx=ctx)]
     for hook in registry.HOOKS:
@@ -191,6 +194,7 @@ def collect_desired(
         nodes=tuple(n.name for n in selected),
         kernel_groups=groups,
         warnings=tuple(found.warnings),
+        documents=documents,
     ), found
 
 

@@ -10,7 +10,7 @@ kernel group and per node, with the operator's placement injected. Planning
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -143,6 +143,9 @@ class DesiredState:
     nodes: tuple[str, ...]
     kernel_groups: Mapping[str, KernelGroup]
     warnings: tuple[str, ...] = ()  # e.g. optional objects skipped, legacy annotations ignored
+    documents: object = field(default=None, compare=False, repr=False)
+    """The rendered documents this state was made from (``sro.render.engine.Memo``), which
+    the next render of the same SpecialResource may take again; no part of what is wanted."""
 
     def objects_of(self, state: str) -> tuple[DesiredObject, ...]:
         return tuple(o for o in self.objects if o.state == state)
