@@ -44,6 +44,7 @@ class Executed:
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     node_answers: Mapping[str, observed_.NodeAnswer] = field(default_factory=dict)  # Written.answers
+    absent: frozenset[desired.ObjectRef] = frozenset()  # deletions answered "already gone"
 
 
 async def execute(
@@ -114,4 +115,5 @@ async def execute(
         drained=draining.result(),
         jobs=jobs.result(),
         node_answers=written.answers,
+        absent=frozenset(deleted.absent),
     )

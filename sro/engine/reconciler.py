@@ -273,7 +273,9 @@ class Engine:
         # finish
         done = finish.finish(
             planned,
-            finish.Outcomes(failures=tuple(failures), logs_matched=executed.logs_matched),
+            finish.Outcomes(
+                failures=tuple(failures), logs_matched=executed.logs_matched, absent=executed.absent
+            ),
             previous=previous,
             peers=peers,
             transient=memory.transient,

@@ -14,6 +14,7 @@ concurrent edit of the list by someone else ends in 409 and a retry, never a los
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +26,7 @@ from sro.engine import node_writes, ports, status_writes, writes
 from sro.model import desired
 from sro.model import specialresource as sr_model
 from sro.plan import inputs, planner
+from sro.status import events
 
 log = structlog.get_logger(__name__)
 
@@ -66,7 +68,9 @@ async def _run(ctx: Context, *, now: datetime) -> planner.Plan:
         lagging=ctx.reader.lagging(inputs.watched_kinds((), owned)),
     )
     planned = planner.plan_teardown(sr_name=sr.name, seen=seen, generation=sr.generation, now=now)
-    await writes.delete_objects(ctx.writer, planned.delete, sr_name=sr.name)
+    report = await writes.delete_objects(ctx.writer, planned.delete, sr_name=sr.name)
+    reported = events.carried_out(planned.events, removed=planned.removed, absent=report.absent)
+    planned = dataclasses.replace(planned, events=reported)
     written = await node_writes.carry_out(ctx.writer, planned.node_labels, sr_name=sr.name, nodes=nodes)
     for node, error in written.failures:
         log.info("node not cleaned yet", sr=sr.name, node=node, error=str(error))

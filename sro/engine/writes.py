@@ -40,6 +40,7 @@ log = structlog.get_logger(__name__)
 class WriteReport:
     applied: int = 0
     deleted: int = 0
+    absent: tuple[desired.ObjectRef, ...] = ()  # deletions answered "already gone"
     failures: tuple[outcomes.Failure, ...] = ()
     blocked_states: frozenset[str] = frozenset()
 
@@ -222,6 +223,7 @@ async def delete_objects(
     """Delete in the plan's order, one kind rank at a time (concurrently within it); a
     failure is reported and the rest go on."""
     deleted = 0
+    absent: list[desired.ObjectRef] = []
     failures: list[outcomes.Failure] = []
 
     async def delete(deletion: lifecycle.Deletion) -> None:
@@ -230,13 +232,16 @@ async def delete_objects(
             if await writer.delete(deletion.ref, uid=deletion.uid):
                 deleted += 1
                 log.info("object deleted", sr=sr_name, ref=str(deletion.ref), reason=deletion.reason)
+                return
         except errors.NotFound:
-            return
+            pass
         except errors.SroError as exc:
             failures.append(outcomes.Failure(state="", ref=deletion.ref, error=exc))
+            return
+        absent.append(deletion.ref)
 
     await waves.in_waves(deletions, wave=lambda d: lifecycle.kind_rank(d.ref.kind), run=delete, limit=limit)
-    return WriteReport(deleted=deleted, failures=_in_order(failures))
+    return WriteReport(deleted=deleted, absent=tuple(sorted(absent)), failures=_in_order(failures))
 
 
 def _in_order(failures: Sequence[outcomes.Failure]) -> tuple[outcomes.Failure, ...]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sro.model import desired
 from sro.plan import conflicts, dependencies, outcomes, planner
 from sro.status import events, summary
 from sro.status.body import StateRow, StatusBody
@@ -57,6 +58,7 @@ class Outcomes:
 
     failures: tuple[outcomes.Failure, ...] = ()
     logs_matched: bool = False
+    absent: frozenset[desired.ObjectRef] = frozenset()  # deletions answered "already gone"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +141,9 @@ def finish(
     ]
     return Finished(
         status=status,
-        events=_events(previous, status, planned),
+        events=events.carried_out(
+            _events(previous, status, planned), removed=planned.removed, absent=done.absent
+        ),
         requeue_after=min(delays) if delays else None,
         transient=run,
     )

@@ -117,6 +117,9 @@ class Plan:
     node_labels: tuple[node_patches.NodeChange, ...]
     status: StatusBody
     events: tuple[events.Event, ...] = ()
+    removed: tuple[
+        desired.ObjectRef, ...
+    ] = ()  # what the ObjectsRemoved Event names (``events.carried_out``)
     logs_needed: tuple[progress.LogRequest, ...] = ()
     drains: tuple[upgrade_records.DrainRequest, ...] = ()
     job_checks: tuple[upgrade_jobs.JobCheck, ...] = ()
@@ -329,6 +332,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     if len(node_labels) > PASS_WRITES or cut_objects:
         delays.append(timedelta(0))  # more to write than one pass carries: go on at once
     started.update(o.state for o in made.apply if o.ref in seen.objects)
+    removed = [d.ref for d in stale if d in delete]
     return Plan(
         apply=to_apply,
         follow=follow,
@@ -336,8 +340,9 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         delete=delete,
         node_labels=node_labels[:PASS_WRITES],
         status=status,
+        removed=tuple(removed),
         events=(
-            *events.transitions(previous, status, removed=[d.ref for d in stale if d in delete]),
+            *events.transitions(previous, status, removed=removed),
             *events.render_warnings(previous, status, warnings=wanted.warnings),
             *upgrade_status.events(previous, status),
         ),
@@ -367,6 +372,7 @@ def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, no
         status=status,
         # Only the removal itself: every kernel group and state "ending" here is no news.
         events=events.transitions({}, {}, removed=[d.ref for d in down.delete]),
+        removed=tuple(d.ref for d in down.delete),
         requeue_after=None if down.done else TEARDOWN_POLL,
         finalizer_removable=down.done,
     )

@@ -10,7 +10,7 @@ reported once too.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -155,6 +155,20 @@ def transitions(
             )
         )
     return tuple(events)
+
+
+def carried_out(
+    found: Sequence[Event], *, removed: Sequence[desired.ObjectRef], absent: Collection[desired.ObjectRef]
+) -> tuple[Event, ...]:
+    """``found`` with the ``ObjectsRemoved`` Event naming only the ``removed`` objects this
+    pass deleted: one ``absent`` (its deletion answered "already gone") was deleted by an
+    earlier pass while the cache still showed it, and that pass reported it. Each pass's
+    Events are named by the status it starts from, so without this a lagging cache would
+    report one deletion once per pass."""
+    if not any(ref in absent for ref in removed):
+        return tuple(found)
+    kept = [e for e in found if e.reason != OBJECTS_REMOVED]
+    return (*kept, *transitions({}, {}, removed=[ref for ref in removed if ref not in absent]))
 
 
 REPORTING_CONTROLLER = "sro.dev/special-resource-operator"

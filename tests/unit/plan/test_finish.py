@@ -256,3 +256,29 @@ def test_a_skipped_optional_object_is_one_warning_event_for_the_generation() -> 
     assert events.RENDER_WARNINGS in [e.reason for e in refused.events], "kept when finish changes the status"
     again = planner.plan(warned, replace(world.observe(), generation=2, previous_status=first.status), now=T0)
     assert events.RENDER_WARNINGS not in [e.reason for e in again.events]
+
+
+def test_a_deletion_answered_already_gone_is_not_reported_again() -> None:
+    # Two objects are no longer desired; the pass deletes one, and the API server answers
+    # "already gone" for the other (an earlier pass deleted it; the cache still shows it).
+    world = settled()
+    world.desired = wanted(LINEAR, [*node_pods("validate", "state-validation", NODES)], NODES)
+    planned = planner.plan(world.desired, world.observe(), now=T0)
+    stale = [d.ref for d in planned.delete if d.reason == "no longer desired"]
+    assert [r.name for r in stale] == ["driver", "plugin"] and planned.removed == tuple(stale)
+
+    def removals(absent: frozenset[object]) -> list[str]:
+        done = finish.finish(
+            planned,
+            finish.Outcomes(absent=frozenset(r for r in stale if r in absent)),
+            previous=world.status,
+            peers=finish.Peers(),
+            transient=None,
+            generation=1,
+            now=T0,
+        )
+        return [e.message for e in done.events if e.reason == events.OBJECTS_REMOVED]
+
+    assert removals(frozenset()) == ["deleted 2 objects: DaemonSet/gpu-ns/driver, DaemonSet/gpu-ns/plugin"]
+    assert removals(frozenset({stale[0]})) == ["deleted 1 object: DaemonSet/gpu-ns/plugin"]
+    assert removals(frozenset(stale)) == []
