@@ -117,9 +117,8 @@ class Plan:
     node_labels: tuple[node_patches.NodeChange, ...]
     status: StatusBody
     events: tuple[events.Event, ...] = ()
-    removed: tuple[
-        desired.ObjectRef, ...
-    ] = ()  # what the ObjectsRemoved Event names (``events.carried_out``)
+    # What the ObjectsRemoved Event names, for ``events.carried_out`` after the deletions.
+    removed: tuple[desired.ObjectRef, ...] = ()
     logs_needed: tuple[progress.LogRequest, ...] = ()
     drains: tuple[upgrade_records.DrainRequest, ...] = ()
     job_checks: tuple[upgrade_jobs.JobCheck, ...] = ()

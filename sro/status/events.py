@@ -3,8 +3,9 @@
 Every Event but one is found by comparing the previous status with the new one, so
 recomputing the status from an unchanged world — or an operator restart, which reads the
 status back from the object — produces none. The exception, ``ObjectsRemoved``, reports
-deletions the plan makes; an object already being deleted is not planned again, so it is
-reported once too.
+deletions the plan makes, minus those the API server answered "already gone"
+(``carried_out``: an earlier pass deleted them while the cache still showed them), so
+each deletion is reported once too.
 """
 
 from __future__ import annotations
