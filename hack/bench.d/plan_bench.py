@@ -51,7 +51,7 @@ from simcluster import inventory as siminventory  # noqa: E402
 from sro.hooks import builds, pipeline  # noqa: E402
 from sro.model import desired, inventory, views  # noqa: E402
 from sro.model import specialresource as sr_model  # noqa: E402
-from sro.plan import lifecycle, observed, planner  # noqa: E402
+from sro.plan import actions, lifecycle, observed, planner  # noqa: E402
 from sro.render import kinds, values  # noqa: E402
 from sro.render import recipe as recipe_  # noqa: E402
 
@@ -210,7 +210,7 @@ def rebooted(node: views.NodeView) -> views.NodeView:
 
 def timed(
     wanted: desired.DesiredState, seen: observed.Observed, repeat: int
-) -> tuple[float, float, planner.Plan]:
+) -> tuple[float, float, actions.Plan]:
     times = []
     result: Any = None
     for _ in range(repeat):

@@ -26,7 +26,7 @@ from sro import errors
 from sro.hooks import pipeline
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import inputs, observed, planner
+from sro.plan import actions, inputs, observed, planner
 from sro.render import recipe as recipe_
 
 
@@ -67,7 +67,7 @@ async def render(
     return await asyncio.to_thread(run)
 
 
-async def plan(wanted: desired.DesiredState, seen: observed.Observed, *, now: datetime) -> planner.Plan:
+async def plan(wanted: desired.DesiredState, seen: observed.Observed, *, now: datetime) -> actions.Plan:
     """``planner.plan`` off the loop (log matching included)."""
     return await asyncio.to_thread(planner.plan, wanted, seen, now=now)
 

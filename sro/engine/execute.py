@@ -29,7 +29,7 @@ from sro.cache import projections
 from sro.engine import drains, node_writes, pod_logs, ports, upgrade_jobs, writes
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import lifecycle, outcomes, planner
+from sro.plan import actions, lifecycle, outcomes
 from sro.plan import observed as observed_
 
 
@@ -49,7 +49,7 @@ class Executed:
 
 async def execute(
     writer: ports.Writer,
-    planned: planner.Plan,
+    planned: actions.Plan,
     *,
     sr: sr_model.SpecialResource,
     nodes: tuple[views.NodeView, ...],
@@ -87,7 +87,7 @@ async def execute(
             limit=limit,
         )
         # The pods of states that just opened on a node, now that it shows their labels.
-        ready = writes.unsent(planner.followers(planned.follow, written.labels), sr=sr, sent=sent)
+        ready = writes.unsent(actions.followers(planned.follow, written.labels), sr=sr, sent=sent)
         followed = await apply(tuple(o for o in ready if o.state not in applied.blocked_states))
         return writes.merged(applied, followed), written
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from sro.engine import compute, execute, ports
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, node_loss, planner, walk_memo
+from sro.plan import actions, finish, inputs, node_loss, walk_memo
 from sro.plan import observed as observed_
 
 DELETED_KEPT = 16_384
@@ -65,7 +65,7 @@ class Memory:
         live_uids = {p.uid for p in seen.pods}
         self.logs = {uid: tails for uid, tails in self.logs.items() if uid in live_uids}
 
-    def planned(self, planned: planner.Plan) -> None:
+    def planned(self, planned: actions.Plan) -> None:
         """After planning: the retry bookkeeping, and what the walk hands the next."""
         self.retries = dict(planned.retries)
         self.proven = planned.finished

@@ -42,7 +42,7 @@ from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import finish, inputs, node_loss, outcomes, planner, pod_security
+from sro.plan import actions, finish, inputs, node_loss, outcomes, planner, pod_security
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -298,7 +298,7 @@ class Engine:
 
     # -- steps ----------------------------------------------------------------------
 
-    def _recheck(self, planned: planner.Plan, done: frozenset[str], *, jobs: set[str]) -> frozenset[str]:
+    def _recheck(self, planned: actions.Plan, done: frozenset[str], *, jobs: set[str]) -> frozenset[str]:
         """Forget the answers the plan names (a build just made those images), and remember
         for which Jobs, so each is looked up again once (kept only while the Job exists)."""
         if self._images is not None and planned.recheck:

@@ -25,7 +25,7 @@ import structlog
 from sro.engine import node_writes, ports, status_writes, writes
 from sro.model import desired
 from sro.model import specialresource as sr_model
-from sro.plan import inputs, planner
+from sro.plan import actions, inputs, planner
 from sro.status import events
 
 log = structlog.get_logger(__name__)
@@ -54,7 +54,7 @@ async def add_finalizer(writer: ports.Writer, sr: sr_model.SpecialResource) -> N
     log.info("finalizer added", sr=sr.name)
 
 
-async def _run(ctx: Context, *, now: datetime) -> planner.Plan:
+async def _run(ctx: Context, *, now: datetime) -> actions.Plan:
     """One teardown pass: plan it from the caches, send its deletions and node changes."""
     sr = ctx.sr
     nodes = ctx.reader.nodes()
@@ -69,8 +69,8 @@ async def _run(ctx: Context, *, now: datetime) -> planner.Plan:
     )
     planned = planner.plan_teardown(sr_name=sr.name, seen=seen, generation=sr.generation, now=now)
     report = await writes.delete_objects(ctx.writer, planned.delete, sr_name=sr.name)
-    reported = events.carried_out(planned.events, removed=planned.removed, absent=report.absent)
-    planned = dataclasses.replace(planned, events=reported)
+    removed = events.objects_removed(planned.removed, absent=report.absent)
+    planned = dataclasses.replace(planned, events=(*planned.events, *removed))
     written = await node_writes.carry_out(ctx.writer, planned.node_labels, sr_name=sr.name, nodes=nodes)
     for node, error in written.failures:
         log.info("node not cleaned yet", sr=sr.name, node=node, error=str(error))

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from sro.model import desired
-from sro.plan import conflicts, dependencies, outcomes, planner
+from sro.plan import actions, conflicts, dependencies, outcomes, planner
 from sro.status import events, summary
 from sro.status.body import StateRow, StatusBody
 
@@ -97,7 +97,7 @@ def _transient(
 
 
 def finish(
-    planned: planner.Plan,
+    planned: actions.Plan,
     done: Outcomes,
     *,
     previous: Mapping[str, Any],
@@ -141,23 +141,20 @@ def finish(
     ]
     return Finished(
         status=status,
-        events=events.carried_out(
-            _events(previous, status, planned), removed=planned.removed, absent=done.absent
-        ),
+        events=(*_events(previous, status, planned), *events.objects_removed(planned.removed, absent=done.absent)),
         requeue_after=min(delays) if delays else None,
         transient=run,
     )
 
 
 def _events(
-    previous: Mapping[str, Any], status: StatusBody, planned: planner.Plan
+    previous: Mapping[str, Any], status: StatusBody, planned: actions.Plan
 ) -> tuple[events.Event, ...]:
     """The plan's Events when its status stands; else the transitions to the final status
-    (plus the plan's report of removed objects and render warnings, which no status
-    comparison can find)."""
+    (plus the plan's render warnings, which no status comparison can find)."""
     if status is planned.status:
         return planned.events
-    kept = tuple(e for e in planned.events if e.reason in (events.OBJECTS_REMOVED, events.RENDER_WARNINGS))
+    kept = tuple(e for e in planned.events if e.reason == events.RENDER_WARNINGS)
     return (*events.transitions(previous, status), *kept)
 
 

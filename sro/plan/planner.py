@@ -4,42 +4,8 @@ The engine calls one of these every reconcile, executes the ``Plan`` it gets, ha
 the writes reported to ``sro.plan.finish`` and writes the status that settles on. Nothing
 here does I/O or reads a clock.
 
-* ``plan(wanted, seen, *, now) -> Plan`` — the managed case (selected nodes may be none).
-  ``Plan`` holds:
-  ``apply``    desired objects to apply now, in dependency order (namespace, CRDs, RBAC and
-               accounts, config and services, other kinds, workloads): every object of a
-               state open on at least one node (or already in the cluster: it opened
-               before); a per-node pod only where its state is open *and* the node
-               already carries the labels of its ``after`` states (the pod is pinned by
-               ``nodeName``, so the kubelet, not the scheduler, checks its required
-               affinity and would fail it; one whose labels this pass sets is in
-               ``follow``);
-               never a failed pod waiting for its retry; at most ``PASS_WRITES`` per-node
-               objects a pass (and as many ``node_labels``), the next pass at once;
-  ``follow``   per-node objects whose node gets the missing ``after`` labels in this very
-               pass (``node_labels``): ``followers`` picks those whose node's patch landed
-               with them, and the engine applies them right after it, so a state that
-               completes on a node starts the next one's pod in the same pass;
-  ``delete``   ``lifecycle.Deletion``s: owned objects no longer desired, per-node pods of
-               states not open on their node (they re-run when it reopens), failed pods
-               whose backoff has passed, driver pods of an older pod template on the
-               nodes whose upgrade reached ``replacing`` (``upgrade``) — workloads first;
-  ``node_labels`` ``node_patches.NodeChange``s: state labels, the ``complete`` label, the
-               kernel-group annotation and taints, for selected and departed nodes;
-  ``opening``  the states ``apply`` writes to for the first time (none of their objects
-               exists yet): the engine dry-runs all their objects before writing any;
-  ``blocks``   for each state, the states that come after it: a state whose write is
-               refused blocks these too (the engine leaves them unwritten, and
-               ``lifecycle.held_back`` keeps their ready labels off);
-  ``logs_needed`` pods whose log tails the engine must fetch into ``Observed.logs``;
-  ``drains``   nodes whose upgrade is draining them (``upgrade.DrainRequest``): the engine
-               evicts their pods and hands what is left back in ``Observed.drains``;
-  ``job_checks`` nodes whose upgrade waits for their jobs (``upgrade_jobs.JobCheck``): the
-               engine lists those still running into ``Observed.jobs``;
-  ``requeue_after`` seconds until something time-based is due (a retry, a log poll, a
-               recipe recheck), or ``None``: watches wake the engine for everything else;
-  ``status``   the whole status body; ``events`` transition Events;
-  ``retries``  the retry bookkeeping to hand back in the next ``Observed``.
+* ``plan(wanted, seen, *, now) -> Plan`` — the managed case (selected nodes may be none);
+  ``sro.plan.actions`` says what each field of the ``Plan`` holds.
 * ``plan_teardown(*, sr_name, seen, generation, now)`` — ``managementState: Removed`` and
   deletion: delete everything, strip every node, the Removed status;
   ``finalizer_removable`` once nothing is left, else look again in ``TEARDOWN_POLL``.
@@ -60,23 +26,20 @@ valid label key, raises ``sro.errors.RecipeInvalid`` (render validates these fir
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from types import MappingProxyType
 from typing import Any
 
 from sro.model import desired, progress
 from sro.plan import (
+    actions,
     builds,
     finished_pods,
     images,
     lifecycle,
     log_polls,
-    node_patches,
     pod_retries,
     preflight,
-    upgrade_jobs,
     upgrade_records,
     upgrade_status,
     walk_memo,
@@ -86,7 +49,6 @@ from sro.plan import teardown as teardown_
 from sro.plan import upgrade as upgrade_
 from sro.plan import walk as walk_
 from sro.status import events, summary
-from sro.status.body import StatusBody
 
 RECIPE_RECHECK = 30.0
 """Seconds before a SpecialResource whose pass was refused (a recipe error, a namespace in
@@ -107,41 +69,7 @@ TEARDOWN_POLL = 2.0
 few seconds); watches also wake the engine, this is the floor."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Plan:
-    """Everything one reconcile should do; see the module docstring for each field."""
-
-    apply: tuple[desired.DesiredObject, ...]
-    delete: tuple[lifecycle.Deletion, ...]
-    follow: tuple[Follower, ...] = ()
-    node_labels: tuple[node_patches.NodeChange, ...]
-    status: StatusBody
-    events: tuple[events.Event, ...] = ()
-    # What the ObjectsRemoved Event names, for ``events.carried_out`` after the deletions.
-    removed: tuple[desired.ObjectRef, ...] = ()
-    logs_needed: tuple[progress.LogRequest, ...] = ()
-    drains: tuple[upgrade_records.DrainRequest, ...] = ()
-    job_checks: tuple[upgrade_jobs.JobCheck, ...] = ()
-    recheck: tuple[tuple[str, str], ...] = ()
-    requeue_after: float | None = None
-    retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=lambda: MappingProxyType({}))
-    blocks: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
-    opening: frozenset[str] = frozenset()
-    walk: progress.Walk | None = None
-    finished: frozenset[desired.ObjectRef] = frozenset()
-    """Of ``Observed.finished``, the proofs the next pass still needs (``finished_pods``)."""
-    finalizer_removable: bool = False
-
-
 _PENDING = progress.NodeState(phase=progress.Phase.PENDING)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Follower:
-    """A per-node object to apply once its node shows ``labels`` ready (``followers``)."""
-
-    obj: desired.DesiredObject
-    labels: tuple[str, ...]
 
 
 def _missing(sr_name: str, labels: Mapping[str, str], states: tuple[str, ...]) -> tuple[str, ...]:
@@ -163,7 +91,7 @@ def _to_apply(
     *,
     setting: Mapping[str, Mapping[str, str | None]],
     started: set[str],
-) -> tuple[tuple[desired.DesiredObject, ...], tuple[Follower, ...]]:
+) -> tuple[tuple[desired.DesiredObject, ...], tuple[actions.Follower, ...]]:
     """What to apply now, and what to apply once this pass's node patches (``setting``:
     labels by node) have landed; ``started``: states with an object in the cluster."""
     opened = {state for state in walked.order if walked.open_anywhere(state)}
@@ -194,7 +122,7 @@ def _to_apply(
         if obj.kind == "Pod" and (walked.ref(obj) in seen.objects or _made(seen, walked.ref(obj))):
             continue  # a pod's spec is immutable: one that must change is deleted, then made again
         if missing:
-            follow.append(Follower(obj=obj, labels=missing))
+            follow.append(actions.Follower(obj=obj, labels=missing))
         else:
             chosen.append(obj)
 
@@ -205,8 +133,8 @@ def _to_apply(
 
 
 def _bounded(
-    objects: tuple[desired.DesiredObject, ...], follow: tuple[Follower, ...]
-) -> tuple[tuple[desired.DesiredObject, ...], tuple[Follower, ...], bool]:
+    objects: tuple[desired.DesiredObject, ...], follow: tuple[actions.Follower, ...]
+) -> tuple[tuple[desired.DesiredObject, ...], tuple[actions.Follower, ...], bool]:
     """``objects`` and ``follow`` with at most ``PASS_WRITES`` per-node ones between them
     (the first, in plan order: every cluster-wide object stays), and whether any was left
     for the next pass."""
@@ -222,24 +150,11 @@ def _bounded(
     return tuple(kept), follow[:room], per_node + len(follow) > PASS_WRITES
 
 
-def followers(
-    follow: Sequence[Follower], shown: Mapping[str, Mapping[str, str]]
-) -> tuple[desired.DesiredObject, ...]:
-    """The ``follow`` objects whose node now shows their labels ready (``shown``: each
-    node's labels as its patch answered, or as cached when it needed none)."""
-    return tuple(
-        f.obj
-        for f in follow
-        if f.obj.node is not None
-        and all(shown.get(f.obj.node, {}).get(k) == lifecycle.READY_VALUE for k in f.labels)
-    )
-
-
 def _seconds(delays: list[timedelta]) -> float | None:
     return min(delays).total_seconds() if delays else None
 
 
-def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: datetime) -> Plan:
+def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: datetime) -> actions.Plan:
     """Plan one reconcile of a managed SpecialResource; see the module docstring."""
     # A new render holds the last walk's instance of each object it did not change, so
     # the walk's memory recalls every node whose own objects are unchanged (``walk_memo``).
@@ -331,17 +246,16 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     if len(node_labels) > PASS_WRITES or cut_objects:
         delays.append(timedelta(0))  # more to write than one pass carries: go on at once
     started.update(o.state for o in made.apply if o.ref in seen.objects)
-    removed = [d.ref for d in stale if d in delete]
-    return Plan(
+    return actions.Plan(
         apply=to_apply,
         follow=follow,
         opening=frozenset(o.state for o in (*to_apply, *(f.obj for f in follow)) if o.state not in started),
         delete=delete,
         node_labels=node_labels[:PASS_WRITES],
         status=status,
-        removed=tuple(removed),
+        removed=tuple(d.ref for d in stale if d in delete),
         events=(
-            *events.transitions(previous, status, removed=removed),
+            *events.transitions(previous, status),
             *events.render_warnings(previous, status, warnings=wanted.warnings),
             *upgrade_status.events(previous, status),
         ),
@@ -357,30 +271,30 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     )
 
 
-def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, now: datetime) -> Plan:
+def plan_teardown(*, sr_name: str, seen: observed_.Observed, generation: int, now: datetime) -> actions.Plan:
     """Plan removing everything a SpecialResource made (``Removed``, or its deletion)."""
     down = teardown_.teardown(sr_name=sr_name, seen=seen, now=now)
     remaining = 0 if down.done else max(len(seen.objects) + len(down.node_changes), 1)
     status = summary.status_for_management(
         seen.previous_status, state="Removed", generation=generation, now=now, remaining=remaining
     )
-    return Plan(
+    return actions.Plan(
         apply=(),
         delete=down.delete,
         node_labels=down.node_changes,
         status=status,
-        # Only the removal itself: every kernel group and state "ending" here is no news.
-        events=events.transitions({}, {}, removed=[d.ref for d in down.delete]),
+        # Only the removal itself (ObjectsRemoved, once deleted): every kernel group and
+        # state "ending" here is no news.
         removed=tuple(d.ref for d in down.delete),
         requeue_after=None if down.done else TEARDOWN_POLL,
         finalizer_removable=down.done,
     )
 
 
-def plan_unmanaged(*, previous: Mapping[str, Any], generation: int, now: datetime) -> Plan:
+def plan_unmanaged(*, previous: Mapping[str, Any], generation: int, now: datetime) -> actions.Plan:
     """``managementState: Unmanaged``: change nothing, and say so."""
     status = summary.status_for_management(previous, state="Unmanaged", generation=generation, now=now)
-    return Plan(apply=(), delete=(), node_labels=(), status=status)
+    return actions.Plan(apply=(), delete=(), node_labels=(), status=status)
 
 
 def plan_refused(
@@ -391,14 +305,14 @@ def plan_refused(
     generation: int,
     now: datetime,
     recheck: bool = True,
-) -> Plan:
+) -> actions.Plan:
     """A pass stopped before anything is written: Degraded with ``reason``, the stored rows
     kept (they still describe the nodes), and a look again in ``RECIPE_RECHECK`` when
     ``recheck`` (a fix may come from a file no watch sees)."""
     status = summary.degraded(
         previous, previous, reason=reason, message=message, generation=generation, now=now
     )
-    return Plan(
+    return actions.Plan(
         apply=(),
         delete=(),
         node_labels=(),

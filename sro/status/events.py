@@ -2,10 +2,10 @@
 
 Every Event but one is found by comparing the previous status with the new one, so
 recomputing the status from an unchanged world — or an operator restart, which reads the
-status back from the object — produces none. The exception, ``ObjectsRemoved``, reports
-deletions the plan makes, minus those the API server answered "already gone"
-(``carried_out``: an earlier pass deleted them while the cache still showed them), so
-each deletion is reported once too.
+status back from the object — produces none. The exception, ``ObjectsRemoved``
+(``objects_removed``), is built after the deletions, from those the API server carried
+out: one it answered "already gone" was deleted by an earlier pass while the cache still
+showed it, and that pass reported it, so each deletion is reported once too.
 """
 
 from __future__ import annotations
@@ -135,41 +135,31 @@ def foreign_object(ref: desired.ObjectRef, *, sr_name: str) -> Event:
     )
 
 
-def transitions(
-    previous: Mapping[str, Any], current: Mapping[str, Any], *, removed: Sequence[desired.ObjectRef] = ()
-) -> tuple[Event, ...]:
-    """Every Event the change from ``previous`` to ``current`` status calls for, and one for
-    the objects ``removed`` because they are no longer desired."""
+def transitions(previous: Mapping[str, Any], current: Mapping[str, Any]) -> tuple[Event, ...]:
+    """Every Event the change from ``previous`` to ``current`` status calls for."""
     events = [*state_events(previous, current), *kernel_events(previous, current)]
     conflict = "ConflictingNodeSelector"
     if _degraded_reason(current) == conflict and _degraded_reason(previous) != conflict:
         found = conditions.find(current.get("conditions") or (), conditions.DEGRADED) or {}
         events.append(Event(type="Warning", reason=CONFLICT_FOUND, message=str(found.get("message", ""))))
-    if removed:
-        refs = sorted(removed)
-        noun = "object" if len(refs) == 1 else "objects"
-        events.append(
-            Event(
-                type="Normal",
-                reason=OBJECTS_REMOVED,
-                message=f"deleted {len(refs)} {noun}: {_listing(refs)}",
-            )
-        )
     return tuple(events)
 
 
-def carried_out(
-    found: Sequence[Event], *, removed: Sequence[desired.ObjectRef], absent: Collection[desired.ObjectRef]
+def objects_removed(
+    removed: Sequence[desired.ObjectRef], *, absent: Collection[desired.ObjectRef] = ()
 ) -> tuple[Event, ...]:
-    """``found`` with the ``ObjectsRemoved`` Event naming only the ``removed`` objects this
-    pass deleted: one ``absent`` (its deletion answered "already gone") was deleted by an
-    earlier pass while the cache still showed it, and that pass reported it. Each pass's
-    Events are named by the status it starts from, so without this a lagging cache would
-    report one deletion once per pass."""
-    if not any(ref in absent for ref in removed):
-        return tuple(found)
-    kept = [e for e in found if e.reason != OBJECTS_REMOVED]
-    return (*kept, *transitions({}, {}, removed=[ref for ref in removed if ref not in absent]))
+    """The ``ObjectsRemoved`` Event for the ``removed`` objects (those no longer desired)
+    a pass deleted, leaving out the ``absent`` ones, whose deletion answered "already
+    gone"; none when nothing is left. Each pass's Events are named by the status it starts
+    from, so reporting an absent one would report one deletion once per pass while a
+    cache lags."""
+    refs = sorted(ref for ref in removed if ref not in absent)
+    if not refs:
+        return ()
+    noun = "object" if len(refs) == 1 else "objects"
+    return (
+        Event(type="Normal", reason=OBJECTS_REMOVED, message=f"deleted {len(refs)} {noun}: {_listing(refs)}"),
+    )
 
 
 REPORTING_CONTROLLER = "sro.dev/special-resource-operator"

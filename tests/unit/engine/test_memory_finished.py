@@ -16,7 +16,7 @@ from sro.cache import indexes, projections, store
 from sro.engine import memory as memory_
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import lifecycle, planner
+from sro.plan import actions, lifecycle
 
 pytestmark = pytest.mark.unit
 
@@ -104,7 +104,7 @@ def test_only_its_own_pods_gone_since_the_last_pass_by_someone_else_and_not_made
     assert read(memory, reader, sr) == frozenset()  # the first pass starts from now
 
     memory.planned(
-        planner.Plan(
+        actions.Plan(
             apply=(), node_labels=(), status={},  # type: ignore[typeddict-item]
             delete=(lifecycle.Deletion(ref=ref("closed"), uid="u2"),),
         )
@@ -128,7 +128,7 @@ def test_proofs_the_plan_hands_on_come_back_until_the_pod_is_made_again() -> Non
     sr = special_resource()
     memory = memory_.Memory()
     assert read(memory, reader, sr) == frozenset()
-    handed = planner.Plan(
+    handed = actions.Plan(
         apply=(), node_labels=(), delete=(), status={}, finished=frozenset({ref("validate-n1")})
     )  # type: ignore[typeddict-item]
     memory.planned(handed)

@@ -14,7 +14,7 @@ from typing import Any
 
 from sro.errors import Location
 from sro.model import desired, logpattern, views
-from sro.plan import lifecycle, observed, planner
+from sro.plan import actions, lifecycle, observed, planner
 
 SR = "gpu"
 NS = "gpu-ns"
@@ -170,7 +170,7 @@ def label(state: str) -> str:
     return lifecycle.state_label(SR, state)
 
 
-def labels_of(p: planner.Plan) -> dict[str, dict[str, str | None]]:
+def labels_of(p: actions.Plan) -> dict[str, dict[str, str | None]]:
     return {c.node: dict(c.labels) for c in p.node_labels}
 
 
@@ -192,7 +192,7 @@ class World:
     retries: Mapping[desired.ObjectRef, observed.Retry] = field(default_factory=dict)
     now: datetime = T0
     pod_outcome: dict[str, str] = field(default_factory=dict)  # pod name -> phase
-    last: planner.Plan | None = None
+    last: actions.Plan | None = None
     created: list[desired.ObjectRef] = field(default_factory=list)
     node_answers: dict[str, observed.NodeAnswer] = field(default_factory=dict)  # sro's node patches
     finished: frozenset[desired.ObjectRef] = frozenset()  # pods that succeeded and went since the last step
@@ -210,7 +210,7 @@ class World:
             finished=self.finished,
         )
 
-    def step(self) -> planner.Plan:
+    def step(self) -> actions.Plan:
         p = planner.plan(self.desired, self.observe(), now=self.now)
         for d in p.delete:
             self.objects.pop(d.ref, None)

@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 from builders import SR, T0, World, ds, ds_pod, live, node, node_pods, seen, states, wanted
 
-from sro.plan import lifecycle, planner, upgrade, upgrade_records
+from sro.plan import actions, lifecycle, planner, upgrade, upgrade_records
 
 pytestmark = pytest.mark.unit
 
@@ -25,7 +25,7 @@ POD = ("v1", "Pod")
 DAEMONSET = ("apps/v1", "DaemonSet")
 
 
-def driver_world(*, strategy: str, cached_generation: int, pod_generations: dict[str, int]) -> planner.Plan:
+def driver_world(*, strategy: str, cached_generation: int, pod_generations: dict[str, int]) -> actions.Plan:
     driver = ds("driver", "state-driver")
     nodes = sorted(pod_generations)
     want = wanted(states("state-driver"), [driver], nodes)
@@ -79,9 +79,9 @@ def test_objects_removed_are_announced_only_when_their_deletion_is_sent() -> Non
     want = wanted(states("state-driver"), [driver], ["n1"])
     base = seen([node("n1")], objects=[live(driver), live(gone)], pods=[ds_pod(driver, "n1")])
     held = planner.plan(want, replace(base, lagging=frozenset({DAEMONSET})), now=T0)
-    assert not [e for e in held.events if e.reason == "ObjectsRemoved"]
+    assert held.removed == () and not held.delete
     sent = planner.plan(want, base, now=T0)
-    assert [e.reason for e in sent.events if e.reason == "ObjectsRemoved"] == ["ObjectsRemoved"]
+    assert [r.name for r in sent.removed] == ["old"] == [d.ref.name for d in sent.delete]
 
 
 def test_the_finalizer_never_goes_while_a_cache_lags_behind_sros_own_writes() -> None:

@@ -16,7 +16,7 @@ import pytest
 from builders import K1, K2, SR, World, ds, label, node, node_pods, states, wanted
 
 from sro.model import desired
-from sro.plan import images, lifecycle, node_patches, observed, planner
+from sro.plan import actions, images, lifecycle, node_patches, observed
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +48,7 @@ class Checked(World):
     def observe(self) -> observed.Observed:
         return replace(super().observe(), images=dict(self.images))
 
-    def step(self) -> planner.Plan:
+    def step(self) -> actions.Plan:
         before = dict(self.nodes)
         p = super().step()
         for change in p.node_labels:

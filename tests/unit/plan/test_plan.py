@@ -37,7 +37,7 @@ from builders import (
 )
 
 from sro.model import desired, views
-from sro.plan import lifecycle, log_polls, observed, planner, pod_retries, walk
+from sro.plan import actions, lifecycle, log_polls, observed, planner, pod_retries, walk
 from sro.status import events, summary
 
 pytestmark = pytest.mark.unit
@@ -573,8 +573,10 @@ def test_a_kernel_change_moves_the_node_to_its_new_group_and_deletes_the_empty_g
             "its pod runs again when it opens",
         ),
     ]
-    assert [e.reason for e in gone.events] == [events.KERNEL_GROUP_REMOVED, events.OBJECTS_REMOVED]
-    assert "DaemonSet/gpu-ns/driver-k1" in gone.events[-1].message
+    assert [e.reason for e in gone.events] == [events.KERNEL_GROUP_REMOVED]
+    assert [r.name for r in gone.removed] == ["driver-k1"]  # the pod is not "removed": it runs again
+    (removal,) = events.objects_removed(gone.removed)
+    assert removal.message == "deleted 1 object: DaemonSet/gpu-ns/driver-k1"
     world.settle()
     assert world.status["kernels"] == [{"kernel": K2.kernel, "os": "rhel9.4", "nodes": 2}]
 
@@ -678,7 +680,9 @@ def test_teardown_reports_the_removal_only() -> None:
     world = linear_world()
     world.settle()
     down = planner.plan_teardown(sr_name=SR, seen=world.observe(), generation=2, now=T0)
-    assert [e.reason for e in down.events] == [events.OBJECTS_REMOVED]
+    assert down.events == ()  # no state or kernel group "ends": only the removal, once deleted
+    assert down.delete and down.removed == tuple(d.ref for d in down.delete)
+    assert [e.reason for e in events.objects_removed(down.removed)] == [events.OBJECTS_REMOVED]
 
 
 def test_a_per_node_pod_is_applied_only_once_its_node_carries_the_after_labels() -> None:
@@ -693,10 +697,10 @@ def test_a_per_node_pod_is_applied_only_once_its_node_carries_the_after_labels()
     assert labels_of(first) == {"n1": {label("state-driver"): "ready"}}
     # The pod follows the node's patch in the same pass, once the patch shows the label.
     assert [(f.obj.ref.name, f.labels) for f in first.follow] == [("validate-n1", (label("state-driver"),))]
-    assert planner.followers(first.follow, {"n1": {}}) == ()
-    assert planner.followers(first.follow, {}) == ()
+    assert actions.followers(first.follow, {"n1": {}}) == ()
+    assert actions.followers(first.follow, {}) == ()
     shown = {"n1": {label("state-driver"): "ready"}}
-    assert [o.ref.name for o in planner.followers(first.follow, shown)] == ["validate-n1"]
+    assert [o.ref.name for o in actions.followers(first.follow, shown)] == ["validate-n1"]
     assert "state-validation" in first.opening
     second = planner.plan(want, labelled, now=T0)
     assert [o.ref.name for o in second.apply] == ["driver", "validate-n1"]

@@ -23,7 +23,7 @@ import pytest
 from builders import SR, T0, ds, ds_pod, live, node, seen, states, wanted
 
 from sro.model import upgrade_policy, views
-from sro.plan import lifecycle, node_patches, observed, planner, upgrade, upgrade_records
+from sro.plan import actions, lifecycle, node_patches, observed, planner, upgrade, upgrade_records
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -55,7 +55,7 @@ def _world(
     generations: dict[str, int] | None = None,
     drains: dict[str, tuple[str, ...]] | None = None,
     now_after: timedelta = timedelta(0),
-) -> planner.Plan:
+) -> actions.Plan:
     names = [f"n{i:02d}" for i in range(count)]
     given = nodes or {}
     at = [given.get(n) or node(n) for n in names]
@@ -66,7 +66,7 @@ def _world(
     return planner.plan(wanted(states("state-driver"), [DRIVER], names), observed, now=T0 + now_after)
 
 
-def _changes(p: planner.Plan) -> dict[str, node_patches.NodeChange]:
+def _changes(p: actions.Plan) -> dict[str, node_patches.NodeChange]:
     """The upgrade's node changes (the walk's own labels left out)."""
     return {c.node: c for c in p.node_labels if LABEL in c.labels or c.unschedulable is not None}
 
@@ -268,7 +268,7 @@ def _rolling(
     n00_ready: bool = True,
     history: tuple[observed.Revision, ...] | None = None,
     **record: Any,
-) -> planner.Plan:
+) -> actions.Plan:
     """Four nodes; n00 failed on the new driver (``phase``), the others never started.
     ``n00_pod``: the generation and hash of n00's driver pod; ``moved_on``: the DaemonSet
     has a later template still (generation 4, hash ``newer``)."""
@@ -298,7 +298,7 @@ def _rolling(
     return planner.plan(wanted(states("state-driver"), [DRIVER], names), observed_, now=T0 + now_after)
 
 
-def _applied_template(p: planner.Plan) -> Any:
+def _applied_template(p: actions.Plan) -> Any:
     return next(o for o in p.apply if o.ref == DRIVER.ref).body["spec"]["template"]
 
 

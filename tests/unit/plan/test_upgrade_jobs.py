@@ -22,7 +22,7 @@ from test_upgrade import DRIVER, LABEL, NOTE, REVISION  # the same driver Daemon
 
 from sro.model import upgrade_policy, views
 from sro.observe import metrics
-from sro.plan import node_patches, planner, upgrade_jobs, upgrade_records
+from sro.plan import actions, node_patches, planner, upgrade_jobs, upgrade_records
 
 pytestmark = pytest.mark.unit
 
@@ -52,7 +52,7 @@ def _plan(
     jobs: dict[str, tuple[str, ...]] | None = None,
     generations: dict[str, int] | None = None,
     after: timedelta = timedelta(0),
-) -> planner.Plan:
+) -> actions.Plan:
     names = [f"n{i:02d}" for i in range(count)]
     at = [(nodes or {}).get(n) or node(n) for n in names]
     pods = [ds_pod(DRIVER, n, generation=(generations or {}).get(n, 1)) for n in names]
@@ -61,7 +61,7 @@ def _plan(
     return planner.plan(wanted(states("state-driver"), [DRIVER], names), observed, now=T0 + after)
 
 
-def _moves(p: planner.Plan) -> dict[str, node_patches.NodeChange]:
+def _moves(p: actions.Plan) -> dict[str, node_patches.NodeChange]:
     return {c.node: c for c in p.node_labels if LABEL in c.labels}
 
 

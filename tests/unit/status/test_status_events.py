@@ -92,10 +92,21 @@ def test_removed_objects_are_listed_in_one_event() -> None:
         desired.ObjectRef(api_version="apps/v1", kind="DaemonSet", namespace="ns", name=f"driver-{i}")
         for i in range(7)
     ]
-    (event,) = events.transitions(body(), body(), removed=refs)
+    (event,) = events.objects_removed(list(reversed(refs)))
     assert event.reason == "ObjectsRemoved"
     assert event.message.startswith("deleted 7 objects: DaemonSet/ns/driver-0, DaemonSet/ns/driver-1")
     assert event.message.endswith("and 2 more")
+
+
+def test_objects_removed_leaves_out_what_was_already_gone() -> None:
+    refs = [
+        desired.ObjectRef(api_version="apps/v1", kind="DaemonSet", namespace="ns", name=f"driver-{i}")
+        for i in range(2)
+    ]
+    (event,) = events.objects_removed(refs, absent={refs[0]})
+    assert event.message == "deleted 1 object: DaemonSet/ns/driver-1"
+    assert events.objects_removed(refs, absent=set(refs)) == ()
+    assert events.objects_removed([]) == ()
 
 
 def test_an_unchanged_status_produces_no_event_at_all() -> None:
