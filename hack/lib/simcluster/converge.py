@@ -11,9 +11,9 @@ One run, one cluster (in its own run directory), two measurements of the same wo
    changes one node at a time (new per-kernel DaemonSet, node complete again).
 
 Prints a table, writes ``converge.json`` and ``converge.png`` (matplotlib) to ``--out``,
-and with ``--profile`` samples the operator with py-spy while it converges (every thread)
-and prints its top entries. It
-asserts nothing: the targets are for people to read beside the figures.
+and with ``--profile`` samples the operator with py-spy while it converges (every thread,
+while it holds the GIL: where its CPU goes) and prints its top entries. It asserts
+nothing: the targets are for people to read beside the figures.
 """
 
 from __future__ import annotations

@@ -262,7 +262,7 @@ def runs_table(summary: Mapping[str, Any]) -> str:
 def profile_top(path: Path, *, count: int) -> str:
     """The ``count`` functions with the most samples in a py-spy raw profile, inclusive
     (anywhere on the stack, once per stack) and self (on top), as percentages of samples
-    in which the process was busy."""
+    in which a thread of the process held the GIL (``converge_sro.Operator.profile``)."""
     inclusive: Counter[str] = Counter()
     own: Counter[str] = Counter()
     total = 0

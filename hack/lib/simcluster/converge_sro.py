@@ -144,12 +144,17 @@ class Operator:
         return 0.0
 
     def profile(self, out: Path) -> None:
-        """Start sampling the operator (py-spy's raw folded stacks into ``out``, 100 Hz)."""
+        """Start sampling the operator (py-spy's raw folded stacks into ``out``, 100 Hz).
+
+        Only samples of the thread holding the GIL (``--gil``) are kept: a thread waiting
+        for it (the event loop while a plan runs on a worker, or the reverse) would
+        otherwise be counted where it waits, and the profile would show wall time, not
+        the CPU the operator spends."""
         assert self.proc is not None
         spy = self.sro.parent / "py-spy"
         if not spy.exists():
             raise RuntimeError(f"--profile needs py-spy ({spy}): pip install -e '.[bench]'")
-        cmd = [str(spy), "record", "--pid", str(self.proc.pid), "--format", "raw", "--rate", "100"]
+        cmd = [str(spy), "record", "--pid", str(self.proc.pid), "--format", "raw", "--rate", "100", "--gil"]
         self.spy = subprocess.Popen(
             [*cmd, "--nonblocking", "--output", str(out)],
             stdout=subprocess.DEVNULL,
