@@ -141,7 +141,10 @@ def finish(
     ]
     return Finished(
         status=status,
-        events=(*_events(previous, status, planned), *events.objects_removed(planned.removed, absent=done.absent)),
+        events=(
+            *_events(previous, status, planned),
+            *events.objects_removed(planned.removed, absent=done.absent),
+        ),
         requeue_after=min(delays) if delays else None,
         transient=run,
     )
