@@ -115,5 +115,5 @@ async def execute(
         drained=draining.result(),
         jobs=jobs.result(),
         node_answers=written.answers,
-        absent=frozenset(deleted.absent),
+        absent=deleted.absent,
     )

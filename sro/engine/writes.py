@@ -40,7 +40,7 @@ log = structlog.get_logger(__name__)
 class WriteReport:
     applied: int = 0
     deleted: int = 0
-    absent: tuple[desired.ObjectRef, ...] = ()  # deletions answered "already gone"
+    absent: frozenset[desired.ObjectRef] = frozenset()  # deletions answered "already gone"
     failures: tuple[outcomes.Failure, ...] = ()
     blocked_states: frozenset[str] = frozenset()
 
@@ -241,7 +241,7 @@ async def delete_objects(
         absent.append(deletion.ref)
 
     await waves.in_waves(deletions, wave=lambda d: lifecycle.kind_rank(d.ref.kind), run=delete, limit=limit)
-    return WriteReport(deleted=deleted, absent=tuple(sorted(absent)), failures=_in_order(failures))
+    return WriteReport(deleted=deleted, absent=frozenset(absent), failures=_in_order(failures))
 
 
 def _in_order(failures: Sequence[outcomes.Failure]) -> tuple[outcomes.Failure, ...]:
