@@ -7,6 +7,14 @@ and one required node-affinity expression per state it comes after
 those already waited for its own) and per dependency (``<dep>.sro.dev/complete In
 [true]``). That is how a new node walks the states in order with no other coordination.
 The kernel group's selector was added by the kernel-affine hook already.
+
+Per-node Pods also get what the DaemonSet controller gives its pods: tolerations of the
+node controller's ``not-ready`` and ``unreachable`` NoExecute taints, with no time limit.
+A per-node Pod belongs to its node as a DaemonSet's pod does. Without them the API server
+gives it five minutes on a node whose heartbeats lag, after which it is evicted, made
+again by sro on the same node, and evicted again while the lag lasts; and a kubelet that
+reports NotReady refuses to start it at all. A template's own toleration of either taint
+(one with ``tolerationSeconds``, say) is kept as written.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from sro.model import specialresource as srmodel
 
 READY = "ready"
 COMPLETE = "true"
+NODE_CONDITION_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+"""The NoExecute taints the node controller sets on a node it has no word from."""
 
 
 def placed(obj: desired.DesiredObject) -> bool:
@@ -43,6 +53,8 @@ def apply(objects: Sequence[desired.DesiredObject], ctx: base.Context) -> list[d
         for key, value in ctx.node_selector.items():
             selector[key] = value  # the operator decides placement, not the template
         _tolerate(spec, [t.toleration() for t in ctx.sr.spec.taints])
+        if obj.kind == "Pod":
+            _tolerate(spec, _daemon_tolerations(spec))
         expressions = [
             {"key": srmodel.state_label(ctx.sr.name, s), "operator": "In", "values": [READY]}
             for s in ctx.after(obj.state)
@@ -63,6 +75,26 @@ def _tolerate(spec: dict[str, Any], tolerations: list[dict[str, str]]) -> None:
     current = list(existing) if isinstance(existing, list) else []
     current.extend(t for t in tolerations if t not in current)
     spec["tolerations"] = current
+
+
+def _daemon_tolerations(spec: dict[str, Any]) -> list[dict[str, str]]:
+    """The node-condition tolerations a DaemonSet's pod gets, but for any taint the pod
+    tolerates already (a toleration with no key tolerates every taint)."""
+    existing = spec.get("tolerations")
+    written = [t for t in existing if isinstance(t, dict)] if isinstance(existing, list) else []
+
+    def covered(key: str) -> bool:
+        return any(
+            (t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+            and t.get("effect", "") in ("", "NoExecute")
+            for t in written
+        )
+
+    return [
+        {"key": key, "operator": "Exists", "effect": "NoExecute"}
+        for key in NODE_CONDITION_TAINTS
+        if not covered(key)
+    ]
 
 
 def _require(spec: dict[str, Any], expressions: list[dict[str, Any]]) -> None:

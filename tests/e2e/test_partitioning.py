@@ -5,7 +5,9 @@ those nodes while a pod requesting the extended resource (``nvidia.com/gpu``, wh
 appears once the device-plugin state runs) lands there, because the API server's
 ExtendedResourceToleration admission plugin gives it the toleration. When a node leaves
 the selector, or the SpecialResource is deleted, sro takes off only the taints it put
-there: a taint someone else placed — even one equal to sro's — stays. The PriorityClasses
+there: a taint someone else placed — even one equal to sro's — stays. sro's per-node pods
+tolerate the node controller's not-ready and unreachable taints with no time limit, as
+DaemonSet pods do. The PriorityClasses
 of ``spec.priorityClasses`` exist while the SpecialResource does and go with it.
 
 Preemption between priority classes is test_priority.py's.
@@ -114,6 +116,23 @@ async def test_taints_land_on_selected_nodes_only_repel_cpu_pods_admit_gpu_pods_
     for node in gpu_nodes:
         allocatable = made.cluster.kubectl_json("get", "node", node)["status"]["allocatable"]
         assert allocatable.get("nvidia.com/gpu") == "2", (node, allocatable)
+
+    # sro's per-node pods outlast the node controller's not-ready and unreachable taints as
+    # the DaemonSets' pods do: the API server gave none of them its five-minute limit.
+    node_pods = [
+        p
+        for p in srs.pods(made.cluster, name)
+        if "sro.dev/node" in p["metadata"].get("labels", {})
+        or any(o.get("kind") == "DaemonSet" for o in p["metadata"].get("ownerReferences") or ())
+    ]
+    assert any("sro.dev/node" in p["metadata"]["labels"] for p in node_pods), node_pods
+    for pod in node_pods:
+        for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+            lasting = {"key": key, "operator": "Exists", "effect": "NoExecute"}
+            assert lasting in pod["spec"]["tolerations"], (
+                pod["metadata"]["name"],
+                pod["spec"]["tolerations"],
+            )
 
     # A CPU-only pod that may only go to the GPU nodes is repelled by the taint...
     on_gpu_nodes = {srs.GROUP_LABEL: group, srs.GPU_LABEL: "true"}

@@ -72,8 +72,9 @@ def test_pods_made_again_after_a_deletion_are_told_from_repeated_applies() -> No
         _write("patch", "a", 201),
         _write("patch", "a", 201),  # a racing second apply: no deletion between
         _write("patch", "b", 201),
-        _write("delete", "b", 200, sro=False),
-        _write("patch", "b", 201),  # made again after someone deleted it
+        _write("delete", "b", 200, sro=False),  # a graceful delete: the pod is terminating...
+        _write("delete", "b", 200, sro=False, user="kubelet"),  # ...and its kubelet finishes it
+        _write("patch", "b", 201),  # made again after someone deleted it: "u", who asked
         _write("patch", "c", 201, sro=False),  # not sro's
         _write("patch", "c", 201, sro=False),
         _write("delete", "a", 200, sro=False, user=converge.POD_GC_USER),  # collected once done

@@ -109,18 +109,20 @@ def pod_creations(writes: list[audit.Write]) -> dict[str, Any]:
     collector did (the oldest finished pods, past its threshold): each of those is a
     finished per-node pod sro must not take for one that never ran. Pods made again are
     also counted by who deleted them (``pods_created_again_by``: a pod evicted before it
-    finished is rightly made again; one the collector took after it succeeded is not)."""
+    finished is rightly made again; one the collector took after it succeeded is not):
+    by who asked for the deletion, not by the simulated kubelet that finished it."""
     again = repeated = deleted = collected = 0
     made: set[str] = set()  # made and not deleted since
     seen_before: set[str] = set()  # made at some time
-    deleter: dict[str, str] = {}  # pod -> who deleted it last
+    deleter: dict[str, str] = {}  # pod -> who asked for its last deletion
     again_by: Counter[str] = Counter()
     for w in writes:
         if w.resource != "pods" or w.subresource or w.dry_run:
             continue  # a dry run (a state's first writes are tried so first) makes nothing
         if w.verb == "delete" and w.succeeded:
+            if w.name in made:  # the delete that began it: a graceful one is finished by another
+                deleter[w.name] = "sro" if w.by_sro else w.user
             made.discard(w.name)
-            deleter[w.name] = "sro" if w.by_sro else w.user
             deleted += w.by_sro
             collected += w.user == POD_GC_USER
         elif w.by_sro and w.code == 201:

@@ -7,6 +7,8 @@ namespaces for namespaced kinds, and the owner reference added later by the engi
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import configmap, daemonset, make_node, make_recipe, make_sr, pod, render
 
@@ -33,12 +35,16 @@ def test_daemonsets_and_per_node_pods_get_selector_tolerations_and_affinity() ->
     sr = make_sr(taints=[{"key": "nvidia.com/gpu", "value": "present"}], dependencies=[{"name": "ofed"}])
     result = render(sr, recipe, [make_node("a")])
     ds, validation = result.objects
+    own = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
     for obj in (ds, validation):
-        spec = spec_of(obj)
-        assert spec["nodeSelector"]["feature.node.kubernetes.io/pci-10de.present"] == "true"
-        assert spec["tolerations"] == [
-            {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
-        ]
+        assert spec_of(obj)["nodeSelector"]["feature.node.kubernetes.io/pci-10de.present"] == "true"
+    # The DaemonSet controller gives its pods the node-condition tolerations itself.
+    assert spec_of(ds)["tolerations"] == [own]
+    assert spec_of(validation)["tolerations"] == [
+        own,
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    ]
     terms = spec_of(validation)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"] == [
         {
@@ -157,3 +163,55 @@ def test_the_owner_reference_is_added_without_touching_the_desired_body() -> Non
         ownership.owned(owned, sr).body["metadata"]["ownerReferences"]
         == owned.body["metadata"]["ownerReferences"]
     )
+
+
+POD_TOLERATING = """apiVersion: v1
+kind: Pod
+metadata:
+  name: check
+  annotations:
+    sro.dev/per-node: "true"
+spec:
+  restartPolicy: Never
+  tolerations:
+{tolerations}  containers:
+    - name: c
+      image: img
+"""
+
+
+@pytest.mark.parametrize(
+    ("written", "added"),
+    [
+        # The author's own limit on the not-ready taint stands; unreachable is still added.
+        (
+            [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 60,
+                }
+            ],
+            ["node.kubernetes.io/unreachable"],
+        ),
+        # A toleration of every taint covers both.
+        ([{"operator": "Exists"}], []),
+        # One for another effect covers neither.
+        (
+            [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoSchedule"}],
+            ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"],
+        ),
+    ],
+)
+def test_per_node_pods_keep_the_templates_own_node_condition_tolerations(
+    written: list[dict[str, object]], added: list[str]
+) -> None:
+    lines = "".join(f"    - {json.dumps(t)}\n" for t in written)
+    recipe = make_recipe({"validate": {"pod.yaml": POD_TOLERATING.format(tolerations=lines)}})
+    result = render(make_sr(), recipe, [make_node("a"), make_node("b")])
+    for obj in result.objects:
+        assert spec_of(obj)["tolerations"] == [
+            *written,
+            *({"key": key, "operator": "Exists", "effect": "NoExecute"} for key in added),
+        ]
