@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 import structlog
@@ -30,8 +30,8 @@ import sro
 from sro import errors
 from sro import settings as settings_
 from sro.kube import config as kconfig
+from sro.kube import counting, limiter, watchlines
 from sro.kube import errors as kerrors
-from sro.kube import limiter, watchlines
 from sro.watch import decode
 
 log = structlog.get_logger(__name__)
@@ -52,53 +52,6 @@ APPLY_PATCH = "application/apply-patch+yaml"
 
 # Longest error body read into memory; the message keeps far less (sro.kube.errors).
 _ERROR_BODY_LIMIT = 64 * 1024
-
-
-class ApiMetrics(Protocol):
-    def api_request(
-        self, *, verb: str, resource: str, code: str, method: str, host: str, seconds: float | None
-    ) -> None: ...
-
-    def api_throttled(self, *, resource: str, code: str, seconds: float) -> None: ...
-
-    def api_limited(self, *, verb: str, host: str, seconds: float) -> None: ...
-
-    def watch_line_skipped(self, *, resource: str) -> None: ...
-
-
-class _NoMetrics:
-    def api_request(
-        self, *, verb: str, resource: str, code: str, method: str, host: str, seconds: float | None
-    ) -> None:
-        return None
-
-    def api_throttled(self, *, resource: str, code: str, seconds: float) -> None:
-        return None
-
-    def api_limited(self, *, verb: str, host: str, seconds: float) -> None:
-        return None
-
-    def watch_line_skipped(self, *, resource: str) -> None:
-        return None
-
-
-def resource_of(path: str) -> str:
-    """The resource a request path names, for a request sent without one: the plural
-    (``nodes``, ``events``), with its subresource (``pods/log``); ``discovery`` for ``/api``,
-    ``/apis`` and a group-version's listing; the first segment otherwise (``version``)."""
-    parts = [p for p in path.partition("?")[0].split("/") if p]
-    if parts[:1] == ["api"]:
-        rest = parts[2:]
-    elif parts[:1] == ["apis"]:
-        rest = parts[3:]
-    else:
-        return parts[0] if parts else ""
-    if not rest:
-        return "discovery"
-    namespaced = rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize")
-    if namespaced:
-        rest = rest[2:]
-    return "/".join([rest[0], *rest[2:3]])
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -138,10 +91,10 @@ class Api:
         *,
         endpoint: kconfig.Endpoint,
         settings: settings_.ApiSettings,
-        metrics: ApiMetrics | None = None,
+        metrics: counting.ApiMetrics | None = None,
     ) -> None:
         self.settings = settings
-        self.metrics: ApiMetrics = metrics or _NoMetrics()
+        self.metrics: counting.ApiMetrics = metrics or counting.NoMetrics()
         self._credentials = endpoint.credentials
         self._session = _session(endpoint, pool_size=settings.pool_size)
         self._proxy = endpoint.proxy
@@ -153,7 +106,9 @@ class Api:
         )
 
     @classmethod
-    async def connect(cls, settings: settings_.ApiSettings, *, metrics: ApiMetrics | None = None) -> Api:
+    async def connect(
+        cls, settings: settings_.ApiSettings, *, metrics: counting.ApiMetrics | None = None
+    ) -> Api:
         return cls(endpoint=await kconfig.load(settings), settings=settings, metrics=metrics)
 
     async def close(self) -> None:
@@ -365,7 +320,7 @@ class Api:
         """One request for the metrics: ``started`` is when it was sent (None: no answer came)."""
         self.metrics.api_request(
             verb=verb,
-            resource=resource or resource_of(path),
+            resource=resource or counting.resource_of(path),
             code=code,
             method=method,
             host=self._host_label,
@@ -399,7 +354,7 @@ class Api:
                 raw = await resp.content.read(_ERROR_BODY_LIMIT)
                 raise kerrors.from_response(resp.status, raw, retry_after=resp.headers.get("Retry-After"))
             skipped = functools.partial(
-                self.metrics.watch_line_skipped, resource=resource or resource_of(path)
+                self.metrics.watch_line_skipped, resource=resource or counting.resource_of(path)
             )
             yield watchlines.lines(resp, path, skipped=skipped)
         finally:

@@ -207,7 +207,7 @@ class Metrics:
     def queue_work_done(self, key: Hashable, seconds: float) -> None:
         self.standard.work_done(key, seconds)
 
-    # -- sro.kube.http.ApiMetrics ----------------------------------------------
+    # -- sro.kube.counting.ApiMetrics ------------------------------------------
 
     def api_request(
         self,

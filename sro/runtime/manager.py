@@ -36,10 +36,8 @@ returns 0.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
-import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -48,22 +46,22 @@ from sro import settings as settings_
 from sro.apply import ssa
 from sro.cache import projections
 from sro.cache import store as store_
+from sro.kube import counting, http, lease
 from sro.kube import discovery as discovery_
-from sro.kube import http, lease
 from sro.observe import health
 from sro.observe import metrics as metrics_
 from sro.queue import ratelimit, workqueue
 from sro.runtime import caches as caches_
 from sro.runtime import controller as controller_
 from sro.runtime import exit_watch as exit_watch_
-from sro.runtime import handlers, heap
+from sro.runtime import handlers, heap, stopping
 from sro.watch import reflector as reflector_
 
 log = structlog.get_logger(__name__)
 
 if TYPE_CHECKING:  # one Metrics serves every runtime part's metrics protocol
     _queue_metrics: workqueue.QueueMetrics = metrics_.Metrics()
-    _api_metrics: http.ApiMetrics = metrics_.Metrics()
+    _api_metrics: counting.ApiMetrics = metrics_.Metrics()
     _watch_metrics: reflector_.WatchMetrics = metrics_.Metrics()
     _controller_metrics: controller_.ControllerMetrics = metrics_.Metrics()
 
@@ -265,7 +263,7 @@ class Manager:
     async def run(self) -> int:
         if self._reconcile is None:
             raise RuntimeError("no reconcile function: call reconcile_with() first")
-        restore = self._install_signals()
+        restore = stopping.on_signals(self.stop)
         try:
             async with await http.Api.connect(self.settings.api, metrics=self.metrics) as api:
                 self._api = api
@@ -299,27 +297,9 @@ class Manager:
             self.metrics_server = health.HealthServer(metrics=self.metrics)
             await self.metrics_server.start(host=server.metrics_address, port=server.metrics_port)
 
-    async def _until_stopped(self, awaitable: Any) -> bool:
-        """Await ``awaitable`` unless a stop comes first; True if it completed, and what it
-        raised if it failed (a failure must never pass for a stop)."""
-        task = asyncio.ensure_future(awaitable)
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        if task.done() and not task.cancelled():
-            task.result()  # raises what the awaitable raised
-            return True
-        return False
-
     async def _lifecycle(self) -> int:
         synced = self.caches.synced()
-        if not await self._until_stopped(synced):
+        if not await stopping.unless(self._stopping, synced):
             return 0
         log.info("caches synced", caches=len(self.caches))
         heap.settle()
@@ -338,7 +318,7 @@ class Manager:
         self.identity = elector.identity
         self.role = Role.STANDBY
         log.info("standing by for the lease", identity=self.identity)
-        if not await self._until_stopped(elector.acquire()):
+        if not await stopping.unless(self._stopping, elector.acquire()):
             self.role = Role.STOPPING
             return 0
         return await self._work(controller, elector=elector)
@@ -393,19 +373,3 @@ class Manager:
                 await elector.release()
             self._leading(False)
         return code
-
-    def _install_signals(self) -> Callable[[], None]:
-        loop = asyncio.get_running_loop()
-        installed = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, self.stop)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass  # not the main thread (tests): stop() is called directly
-
-        def restore() -> None:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-
-        return restore

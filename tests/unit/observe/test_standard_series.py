@@ -15,7 +15,7 @@ import platform
 import pytest
 
 import sro
-from sro.kube import http
+from sro.kube import counting
 from sro.observe import metrics, standard
 from sro.queue import clock, workqueue
 
@@ -138,7 +138,7 @@ def test_leadership_shows_in_both_gauges() -> None:
     ],
 )
 def test_a_request_sent_without_a_resource_is_labelled_by_its_path(path: str, resource: str) -> None:
-    assert http.resource_of(path) == resource
+    assert counting.resource_of(path) == resource
 
 
 def test_per_state_node_counts_are_published_with_every_phase_and_leave_no_stale_series() -> None:
