@@ -142,6 +142,10 @@ def test_the_machine_rows_count_sro_in_its_own_phase_only_and_divide_by_that_pha
     assert rows["floor: cores busy"].startswith("1.80 of ")
     assert rows["sro: CPU of every process"] == "300 CPU-s: apiserver 200, kwok 60, sro 40"
     assert rows["sro: cores busy"].startswith("1.50 of ")
+    # 80 CPU-s more of the control plane and 40 of sro's: 120 s at the floor's 1.80 cores.
+    assert rows["sro beyond the floor"] == (
+        "control plane +80 CPU-s, sro 40 CPU-s: 67 s at the floor's 1.80 cores (the run took 100 s longer)"
+    )
 
 
 def test_figures_without_control_plane_cpu_print_no_machine_rows() -> None:
