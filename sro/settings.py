@@ -61,23 +61,24 @@ class QueueSettings:
     """Per-key retry delay after the first failure, doubled per failure (client-go: 5 ms)."""
     backoff_cap: float = 300.0
     """Longest per-key retry delay: persistent failures still retry every five minutes."""
-    pace: float = 20.0
+    pace: float = 4.0
     """A key kept busy by a flood of news rests ``pace - 1`` times what its last pass spent
     computing (reading caches, rendering, planning: ``sro.runtime.result.Result.cost``)
     before the next (``sro.queue.workqueue``, **Paced**; only after a pass it was added to
     ``busy`` times or more), so that computing takes at most ``1 / pace`` of the time.
     That cost is what a pass pays whatever it finds, and it grows with the nodes: about
-    0.25 s at 1,000 nodes (rests of ``rest_cap``: passes take large bites, and the CPU,
-    which a converging fleet's control plane needs, stays with it) and a few hundredths
-    at 100 (rests under a second: a node whose state completed soon sees its next write).
-    Measured with ``hack/bench converge``: 100 nodes Ready in 1.34 times the floor
-    (24.7 s) and 1,000 in 1.18 to 1.25 times (37 to 39 passes, 36 to 37 CPU-seconds),
-    where resting ``2`` times the pass's whole duration (most of a pass waits on its
-    writes) took 2.21 times (42.2 s) and 1.29 times (36 passes, 41 CPU-seconds) on the
-    same day. Resting by the process's CPU time during the pass (pace 3) made 1,000 nodes
-    1.80 times the floor (350 passes, 86 CPU-seconds: every write and watch event
-    counted, so rests stayed short); 1 (no rest) runs 475 passes and 95 CPU-seconds at
-    1,000 nodes."""
+    0.2 s at 1,000 nodes (rests of about half a second) and a few hundredths at 100.
+    The rest is also what a node whose state completed during a pass waits, beyond that
+    pass, for its next write: at the end of a convergence every node left walks its
+    remaining states one rest and one pass per state. Measured with ``hack/bench
+    converge`` at 1,000 nodes on one day: pace 4 Ready in 1.14 times the floor (232.0 s
+    against 202.9 s; 218.9 s in a run without a floor), 107 passes and 33 CPU-seconds;
+    pace 20 in 1.22 times (254.2 s against 207.5 s; 265.3 and 265.7 s without a floor),
+    35 to 39 passes and 27 to 28 CPU-seconds: its rests of seconds held the last nodes
+    76 s after the last driver was ready, for six states. Pace 8 took 247.5 s with 50
+    passes. At 100 nodes the control plane bounds the time whatever the pace (pace 1,
+    5 and 20: 22.0, 20.9 and 23.1 s). Pace 1 (no rest) once ran 475 passes and 95
+    CPU-seconds at 1,000 nodes, when a plan cost more than it does now."""
     rest_cap: float = 5.0
     """Longest rest, whatever a pass took (a pass slowed by API server retries)."""
     rest_ratio: float = 2.0

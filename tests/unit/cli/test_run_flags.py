@@ -75,7 +75,7 @@ def test_a_bad_value_from_either_source_is_exit_2_naming_the_flag(
 
 
 def test_the_reconcile_pace_reaches_the_queue_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert cli.run_settings(parse(monkeypatch, {})).queue.pace == 20.0
+    assert cli.run_settings(parse(monkeypatch, {})).queue.pace == 4.0
     assert cli.run_settings(parse(monkeypatch, {"SRO_RECONCILE_PACE": "1"})).queue.pace == 1.0
     assert cli.run_settings(parse(monkeypatch, {}, "--reconcile-pace", "2.5")).queue.pace == 2.5
 
