@@ -229,6 +229,12 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
     async with kube.Kube(server=state.server, run=run) as client:
         if not args.skip_floor:
             figures["floor"] = await floor(client, run, sr_file, within=args.timeout)
+            objects = figures["floor"]["objects"]
+        else:  # what sro will write is still what it renders: the floor of writes needs it
+            rendered = converge_floor.rendered_objects(
+                sro=SRO, recipe=RECIPE, sr_file=sr_file, kubeconfig=run.kubeconfig
+            )
+            objects = len(rendered)
         operator = converge_sro.Operator(sro=SRO, kubeconfig=run.kubeconfig, log=out / "operator.log")
         operator.start()
         try:
@@ -279,8 +285,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 },
                 # What any correct operator writes at least: each object once, each
                 # node's labels once per state plus "complete", the status a few times.
-                "write_floor": (figures["floor"]["objects"] if "floor" in figures else 0)
-                + args.nodes * (len(states) + 1),
+                "write_floor": objects + args.nodes * (len(states) + 1),
                 "curves": curves,
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
                 # what the operator read while converging: its CPU is mostly theirs
