@@ -62,7 +62,8 @@ class Operator:
             "--health-probe-bind-address", f"127.0.0.1:{self.port}",
             "--metrics-bind-address", f"127.0.0.1:{self.port}",
         ]  # fmt: skip
-        with self.log.open("wb") as out:
+        # A restart (``restart``) appends: the log of the convergence it follows is kept.
+        with self.log.open("ab" if self.proc is not None else "wb") as out:
             self.proc = subprocess.Popen(
                 args,
                 stdout=out,
