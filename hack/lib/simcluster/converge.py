@@ -284,7 +284,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                     for k, n in audit.count_by(writes, key=lambda w: (w.verb, w.resource)).items()
                 },
                 # What any correct operator writes at least: each object once, each
-                # node's labels once per state plus "complete", the status a few times.
+                # node's labels once per state plus "complete" (status writes not counted).
                 "write_floor": objects + args.nodes * (len(states) + 1),
                 "curves": curves,
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
