@@ -45,6 +45,7 @@ class Memory:
     gone_cursor: int | None = None  # how far the pods cache's log of succeeded pods gone was read
     deleted: dict[str, None] = field(default_factory=dict)  # uids of pods sro deleted, oldest first
     proven: frozenset[desired.ObjectRef] = frozenset()  # proofs of pods gone the last plan handed on
+    pruned_for: desired.DesiredState | None = None  # the render ``sent`` was last pruned to
 
     def finished(
         self, reader: ports.Reader, sr: sr_model.SpecialResource, *, live: Sequence[views.PodView]
@@ -84,5 +85,7 @@ class Memory:
             n: w for n, w in {**self.node_answers, **executed.node_answers}.items() if n in selected
         }
         self.jobs = executed.jobs
-        kept = {o.ref for o in wanted.objects}
-        self.sent = {ref: h for ref, h in self.sent.items() if ref in kept}
+        if wanted is not self.pruned_for:  # a render reused wants every object it wanted
+            kept = {o.ref for o in wanted.objects}
+            self.sent = {ref: h for ref, h in self.sent.items() if ref in kept}
+            self.pruned_for = wanted

@@ -16,8 +16,9 @@ The resumption rules are client-go's (``controller-semantics.md``):
   store's views as it arrives (``Store.relist``) and the store changes at once at the end.
 * Failures back off 0.8 s -> 30 s with jitter, reset after 2 healthy minutes, and
   never retry sooner than a 429's or 503's Retry-After (``Api.retry_delay``). A stream
-  silent (no event, no bookmark) past the inactivity timeout is dead: reconnect. A
-  watch that ends at once without any event is an error, not a normal close.
+  silent (no event, no bookmark) for the inactivity timeout (15/16 of it at the least:
+  the deadline moves in steps) is dead: reconnect. A watch that ends at once without
+  any event is an error, not a normal close.
 
 Changes go to ``on_change`` one by one, after the store has been updated, so a
 handler reading the cache sees the new state. A failing handler is logged and does
@@ -232,8 +233,17 @@ class Reflector(Generic[V]):
         ) as lines:
             try:
                 async with asyncio.timeout(inactivity) as deadline:
+                    # Moved on a line only once a sixteenth of the timeout has passed since
+                    # the last move: a converging fleet streams hundreds of lines a second,
+                    # and each move replaces a timer. The stream is then judged dead after
+                    # at least 15/16 of the timeout without a line.
+                    step = inactivity / 16
+                    moved = loop.time()
                     async for line in lines:
-                        deadline.reschedule(loop.time() + inactivity)
+                        now = loop.time()
+                        if now - moved >= step:
+                            deadline.reschedule(now + inactivity)
+                            moved = now
                         event = events.parse(line)
                         if event is None:
                             continue
