@@ -24,6 +24,7 @@ import sro
 from sro import errors
 from sro import settings as settings_
 from sro.cache import projections
+from sro.cache import store as store_
 from sro.engine import image_checks, recipes, reconciler
 from sro.images import cache as image_cache
 from sro.images import client as image_client
@@ -121,6 +122,14 @@ class _Reader:
 
     def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
         return self._m.lagging(kinds)
+
+    def cursors(self) -> tuple[store_.Cursor, store_.Cursor]:
+        return (self._m.nodes.cursor, self._m.pods.cursor)
+
+    def changed_since(
+        self, cursors: tuple[store_.Cursor, store_.Cursor]
+    ) -> tuple[store_.Since | None, store_.Since | None]:
+        return (self._m.nodes.changed_since(cursors[0]), self._m.pods.changed_since(cursors[1]))
 
 
 class _Kinds:

@@ -33,3 +33,9 @@ def for_kind(api_version: str, kind: str) -> dict[str, Any]:
     if api_version == "v1" and kind == "Pod":
         return {BY_NODE: pod_node, BY_OWNER: owner}
     return {BY_OWNER: owner}
+
+
+def journal_for(api_version: str, kind: str) -> str:
+    """The index whose values a kind's store journals (``Store.changed_since``): for pods,
+    the nodes they ran on, before and after a change."""
+    return BY_NODE if api_version == "v1" and kind == "Pod" else ""

@@ -11,7 +11,9 @@ Objects are keyed by (namespace, name); cluster-scoped ones have namespace "".
 Indexes map an index value (e.g. a node name, an owner) to keys and are kept in
 step on every change. A store given ``keep_gone`` also logs the last state of deleted
 objects it selects (``gone_since``): a pod that succeeded and was collected between two
-reconciles is gone from the cache, but what it proved still counts.
+reconciles is gone from the cache, but what it proved still counts. Every store also
+journals which keys changed (``cursor``, ``changed_since``), so a reader that planned from
+it before can tell what moved since without comparing everything again.
 
 A miss raises the same ``NotFound`` the API would, so callers need not know where a
 read came from. Values are immutable projections (or, for ``ObjectView``, treated as
@@ -21,6 +23,7 @@ read-only), so reads hand them out without copying.
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -34,6 +37,22 @@ Indexer = Callable[[V], Iterable[str]]
 GONE_KEPT = 16_384
 """Deleted objects ``gone_since`` remembers at most: more than a pass's worth of pods the
 pod garbage collector takes at once on a 5,000-node cluster; older ones are forgotten."""
+JOURNAL_KEPT = 32_768
+"""Changes ``changed_since`` remembers at most: a converging fleet of 5,000 nodes makes a
+few thousand between two passes; a reader further behind is told it is (None)."""
+_EPOCHS = itertools.count(1)
+Cursor = tuple[int, int]
+"""Where a reader of ``changed_since`` stands: the store's epoch (one per store, so a
+cursor of another store is never read against this one) and its change count."""
+
+
+@dataclass(frozen=True)
+class Since:
+    """What changed after a cursor: the keys, and the journal index's values of their old
+    and new objects (for pods, the nodes they ran on)."""
+
+    keys: frozenset[tuple[str, str]]
+    values: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -57,8 +76,16 @@ class Store(Generic[V]):
         project: Callable[[Mapping[str, Any]], V],
         indexers: Mapping[str, Indexer[V]] | None = None,
         keep_gone: Callable[[V], bool] | None = None,
+        journal_index: str = "",
     ) -> None:
+        """``journal_index``: the index whose values ``changed_since`` reports (none: "")."""
         self.resource = resource
+        self._epoch = next(_EPOCHS)
+        self._seq = 0
+        self._journal: collections.deque[tuple[int, Key, tuple[str, ...]]] = collections.deque(
+            maxlen=JOURNAL_KEPT
+        )
+        self._journal_indexer = (indexers or {}).get(journal_index) if journal_index else None
         self._keep_gone = keep_gone
         self._gone: collections.deque[tuple[int, V]] = collections.deque(maxlen=GONE_KEPT)
         self._gone_seq = 0
@@ -140,10 +167,41 @@ class Store(Generic[V]):
         since.reverse()
         return self._gone_seq, since
 
+    @property
+    def cursor(self) -> Cursor:
+        """Where the store stands now, for ``changed_since`` later."""
+        return (self._epoch, self._seq)
+
+    def changed_since(self, cursor: Cursor | None) -> Since | None:
+        """Every key changed (added, modified, deleted) after ``cursor``, with the journal
+        index's values of its old and new objects; None when that is not known: no cursor,
+        one of another store, or one older than the ``JOURNAL_KEPT`` last changes."""
+        if cursor is None or cursor[0] != self._epoch or not 0 <= self._seq - cursor[1] <= len(self._journal):
+            return None
+        keys: set[Key] = set()
+        values: set[str] = set()
+        for seq, key, touched in reversed(self._journal):
+            if seq <= cursor[1]:
+                break
+            keys.add(key)
+            values.update(touched)
+        return Since(keys=frozenset(keys), values=frozenset(values))
+
     def __len__(self) -> int:
         return len(self._items)
 
     # -- internals ------------------------------------------------------------
+
+    def _note(self, key: Key, old: V | None, new: V | None) -> None:
+        """Journal one change (``changed_since``)."""
+        self._seq += 1
+        indexer = self._journal_indexer
+        touched: list[str] = []
+        if indexer is not None:
+            for value in (old, new):
+                if value is not None:
+                    touched.extend(indexer(value))
+        self._journal.append((self._seq, key, tuple(touched)))
 
     def _put(self, key: Key, version: str, new: V) -> Change[V]:
         old = self._items.get(key)
@@ -152,6 +210,7 @@ class Store(Generic[V]):
         self._items[key] = new
         self._versions[key] = version
         self._index(key, new)
+        self._note(key, old, new)
         return Change(old, new)
 
     def _delete_key(self, key: Key) -> Change[V] | None:
@@ -160,6 +219,7 @@ class Store(Generic[V]):
         if old is None:
             return None
         self._unindex(key, old)
+        self._note(key, old, None)
         if self._keep_gone is not None and self._keep_gone(old):
             self._gone_seq += 1
             self._gone.append((self._gone_seq, old))

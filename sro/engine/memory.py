@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from sro.cache import store as store_
 from sro.engine import compute, execute, ports
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
@@ -40,6 +41,7 @@ class Memory:
     rechecked: frozenset[str] = frozenset()  # build Jobs whose image was looked up again since
     expected: compute.Rendered | None = None  # the last render of spec.preflight's kernels
     walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
+    walk_cursors: tuple[store_.Cursor, store_.Cursor] | None = None  # the caches ``walked`` read
     node_answers: dict[str, observed_.NodeAnswer] = field(default_factory=dict)  # what node patches returned
     pod_records: observed_.PodRecords = field(default_factory=dict)  # owned bare pods as last observed
     gone_cursor: int | None = None  # how far the pods cache's log of succeeded pods gone was read
@@ -60,14 +62,29 @@ class Memory:
             return frozenset()
         return inputs.finished_pods(gone, sr=sr, live=live, deleted=self.deleted, proven=self.proven)
 
+    def touched(self, reader: ports.Reader) -> walk_memo.Touched | None:
+        """``Observed.touched``: what the node and pod caches changed since the pass whose
+        walk ``walked`` is (None: not known, or no such walk)."""
+        if self.walk_cursors is None or self.walked is walk_memo.EMPTY:
+            return None
+        nodes, pods = reader.changed_since(self.walk_cursors)
+        if nodes is None or pods is None:
+            return None
+        return walk_memo.Touched(
+            nodes=frozenset(name for _, name in nodes.keys), pods=pods.keys, pod_nodes=pods.values
+        )
+
     def observed(self, seen: observed_.Observed) -> None:
         """After observing: keep the pod records, and log tails of pods that still exist."""
         self.pod_records = seen.pod_records
         live_uids = {p.uid for p in seen.pods}
         self.logs = {uid: tails for uid, tails in self.logs.items() if uid in live_uids}
 
-    def planned(self, planned: actions.Plan) -> None:
-        """After planning: the retry bookkeeping, and what the walk hands the next."""
+    def planned(
+        self, planned: actions.Plan, *, cursors: tuple[store_.Cursor, store_.Cursor] | None = None
+    ) -> None:
+        """After planning: the retry bookkeeping, and what the walk hands the next
+        (``cursors``: where the node and pod caches stood when the pass read them)."""
         self.retries = dict(planned.retries)
         self.proven = planned.finished
         self.deleted.update((d.uid, None) for d in planned.delete if d.uid and d.ref.kind == "Pod")
@@ -75,6 +92,7 @@ class Memory:
             del self.deleted[uid]  # its deletion was long seen
         kept_walk = planned.walk.memo if planned.walk is not None else None
         self.walked = kept_walk if isinstance(kept_walk, walk_memo.Memo) else walk_memo.EMPTY
+        self.walk_cursors = cursors
 
     def executed(self, executed: execute.Executed, *, wanted: desired.DesiredState) -> None:
         """After the writes: what drains and jobs left, what node patches returned (for

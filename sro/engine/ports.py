@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sro.cache import projections
+from sro.cache import store as store_
 from sro.model import bodies, desired, views
 
 if TYPE_CHECKING:
@@ -45,6 +46,16 @@ class Reader(Protocol):
 
     def lagging(self, kinds: Iterable[tuple[str, str]]) -> frozenset[tuple[str, str]]:
         """Of ``kinds``, those whose cache has not yet shown this process's last write."""
+        ...
+
+    def cursors(self) -> tuple[store_.Cursor, store_.Cursor]:
+        """Where the node and the pod cache stand now (``cache.store.Store.cursor``)."""
+        ...
+
+    def changed_since(
+        self, cursors: tuple[store_.Cursor, store_.Cursor]
+    ) -> tuple[store_.Since | None, store_.Since | None]:
+        """What the node and the pod cache changed after ``cursors`` (``Store.changed_since``)."""
         ...
 
 

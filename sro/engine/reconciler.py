@@ -179,6 +179,7 @@ class Engine:
         except errors.RecipeError as exc:
             return await refuse(exc.reason, str(exc))
         all_nodes = self._reader.nodes()
+        nodes_at = self._reader.cursors()[0]  # what the walk will have read of the node cache
         summaries = await self._peers(sr, recipe, all_nodes)
         self._note_summary(sr.name, summaries[0], memory)
         peers = inputs.peers(sr.name, summaries)
@@ -221,6 +222,7 @@ class Engine:
         mine, foreign = inputs.partition(owned, sr.uid)
         await self._report.foreign(sr, foreign)
         namespace_pods = self._reader.pods(sr.spec.namespace)
+        pods_at = self._reader.cursors()[1]
         seen = inputs.observe(
             sr,
             wanted=wanted,
@@ -238,13 +240,14 @@ class Engine:
             rechecked=memory.rechecked,
             preflight=expected,
             walk_memo=memory.walked,
+            touched=memory.touched(self._reader),
             node_answers=memory.node_answers,
             pod_records=memory.pod_records,
             finished=memory.finished(self._reader, sr, live=namespace_pods),
         )
         memory.observed(seen)
         planned = await compute.plan(wanted, seen, now=now)
-        memory.planned(planned)
+        memory.planned(planned, cursors=(nodes_at, pods_at))
         memory.rechecked = self._recheck(
             planned, memory.rechecked, jobs={v.uid for v in mine if v.ref.kind == "Job"}
         )

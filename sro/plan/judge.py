@@ -86,6 +86,7 @@ class Index:
     pinned: Mapping[tuple[str, str], list[desired.DesiredObject]]  # (state, node) -> its per-node objects
     pinned_on: Mapping[str, list[desired.DesiredObject]]  # node -> its per-node objects
     pinned_names: Mapping[str, list[tuple[str, str]]]  # the same, as ``Observed.pods_by_name`` keys
+    named_for: Mapping[tuple[str, str], str]  # a per-node pod's (namespace, name) -> its node
     logs_states: tuple[str, ...]  # states with a ``wait-for-logs`` object: their labels stand for a read
 
 
@@ -121,6 +122,7 @@ def index(wanted: desired.DesiredState, last: object) -> Index:
     return Index(
         objects=wanted.objects, states=wanted.states, refs=refs, shared=shared, daemonsets=daemonsets,
         pinned=pinned, pinned_on=pinned_on, pinned_names=pinned_names, logs_states=tuple(logs_states),
+        named_for={name: node for node, names in pinned_names.items() for name in names},
     )  # fmt: skip
 
 
@@ -288,6 +290,21 @@ class Judge:
             records.append(self.matched_before(node))
         daemonsets = self.daemonset_facts(self._wanted.kernel_groups.get(node))
         return (reset, self._replacing(node), daemonsets, mine, pods, named, collected, tails, records)
+
+    def outline_holds(
+        self, key: walk_memo.NodeKey, node: str, *, reset: bool, same: dict[tuple[int, object], bool]
+    ) -> bool:
+        """Whether the parts of ``node``'s remembered ``key`` that no cache change shows
+        still hold: its reset and upgrade, and the DaemonSets placed on its kernel group
+        (``same``: those answers by the remembered facts and the group, computed once)."""
+        if key[0] != reset or key[1] != self._replacing(node):
+            return False
+        group = self._wanted.kernel_groups.get(node)
+        facts = key[2]
+        held = same.get((id(facts), group))
+        if held is None:
+            held = same[(id(facts), group)] = facts == self.daemonset_facts(group)
+        return held
 
     def _placed_on(self, state: str, group: desired.KernelGroup | None) -> tuple[desired.DesiredObject, ...]:
         """The DaemonSets of ``state`` on nodes of kernel ``group``: the same for its every node."""

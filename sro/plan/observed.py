@@ -289,6 +289,10 @@ class Observed:
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY
     """The last walk's memory (``sro.plan.walk_memo``): engine memory, like ``logs``; a
     node whose inputs did not change since is not walked again."""
+    touched: walk_memo_.Touched | None = None
+    """What the node and pod caches changed since ``walk_memo``'s pass (the engine's
+    journal of its stores): the walk builds the key only of the nodes it concerns
+    (``sro.plan.walk_touched``). None: not known; every node's key is built."""
     pod_records: PodRecords = field(default_factory=dict)
     """The object each owned bare pod was made, by the id of its cached record (engine
     memory, like ``walk_memo``): the next pass reuses it for a pod that did not change."""

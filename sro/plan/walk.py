@@ -24,7 +24,7 @@ from sro import errors
 from sro.model import desired, progress
 from sro.plan import judge as judge_
 from sro.plan import observed as observed_
-from sro.plan import readiness, walk_memo
+from sro.plan import readiness, walk_memo, walk_touched
 
 RESET_REASON = "kernel changed: the node walks the states again"
 
@@ -99,10 +99,19 @@ def walk(
     complete = progress.Phase.COMPLETE
     pass_key = judge.pass_key(order)
     last = seen.walk_memo if seen.walk_memo.key == pass_key else walk_memo.EMPTY
+    # The nodes the caches' news concerns (None: every node): any other keeps its key.
+    rekey = walk_touched.to_key(last, seen, indexed) if last is not walk_memo.EMPTY else None
+    held: dict[tuple[int, object], bool] = {}
     remembered: dict[str, walk_memo.Remembered] = {}
     for node in wanted.nodes:
-        key = judge.node_key(node, reset=node in reset)
-        known = last.recall(node, key)
+        known = None
+        if rekey is not None and node not in rekey:
+            kept = last.nodes.get(node)
+            if kept is not None and judge.outline_holds(kept.key, node, reset=node in reset, same=held):
+                known = kept
+        if known is None:
+            key = judge.node_key(node, reset=node in reset)
+            known = last.recall(node, key)
         if known is not None:  # nothing this node's walk reads changed since the last
             remembered[node] = known
             logs.update(known.logs)
@@ -140,7 +149,10 @@ def walk(
         for state, ns in states.items():
             phases[state][ns.phase] += 1
         nodes[node] = states
-    memo = walk_memo.Memo(objects=wanted.objects, key=pass_key, nodes=remembered, index=indexed)
+    memo = walk_memo.Memo(
+        objects=wanted.objects, key=pass_key, nodes=remembered, index=indexed, logs=seen.logs,
+        answers=seen.node_answers, finished=seen.finished,
+    )  # fmt: skip
     return progress.Walk(
         order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo,
         matched=matched,

@@ -27,6 +27,13 @@ The plan adds each node's label, annotation and taint change (``lifecycle.node_c
 ``Changed``): it depends only on the node's walk (its kernel group included) and its
 cached record, so a node whose walk was reused (the same ``Remembered``) and whose record
 is the same object as then gets the change computed then.
+
+Building every node's key, every pass, was itself a third of the walk at a thousand
+nodes. So when the engine can say what the node and pod caches changed since the memo's
+pass (``Touched``), the walk builds the key only of the nodes that news concerns
+(``sro.plan.walk_touched``); every other node's remembered key still says what it would
+read. The memo keeps, for that, the engine memory the walk read (log tails, node answers)
+and the pods proven finished.
 """
 
 from __future__ import annotations
@@ -39,6 +46,18 @@ from sro.model import desired, progress, views
 from sro.plan import node_patches
 
 NodeKey = tuple[object, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Touched:
+    """What the caches changed since the pass whose walk made the memo (the engine's
+    journal of its stores, ``Observed.touched``): the nodes whose record changed (added,
+    modified or deleted), the pods that changed, by namespace and name, and the nodes
+    those pods ran on before and after."""
+
+    nodes: frozenset[str] = frozenset()
+    pods: frozenset[tuple[str, str]] = frozenset()
+    pod_nodes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +111,10 @@ def _no_changes() -> Mapping[str, Changed]:
     return MappingProxyType({})
 
 
+def _nothing() -> Mapping[str, object]:
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True, kw_only=True)
 class Memo:
     """A walk's memory: the pass's inputs and every node's (``walk.walk`` makes it)."""
@@ -108,6 +131,13 @@ class Memo:
     """What every node's change reads alike (``lifecycle.node_changes``)."""
     render: tuple[desired.DesiredState | None, desired.DesiredState | None] = (None, None)
     """The last plan's render as the engine handed it, and as ``interned`` made it."""
+    logs: Mapping[str, object] = field(default_factory=_nothing)
+    """The log tails the walk read, by pod uid (``Observed.logs``): each entry compared by
+    identity with the next pass's, as the engine replaces a pod's tails when it reads them."""
+    answers: Mapping[str, object] = field(default_factory=_nothing)
+    """What node patches had returned, by node (``Observed.node_answers``), likewise."""
+    finished: frozenset[desired.ObjectRef] = frozenset()
+    """The pods the walk took as finished (``Observed.finished``)."""
 
     def recall(self, node: str, key: NodeKey) -> Remembered | None:
         known = self.nodes.get(node)

@@ -192,3 +192,53 @@ def test_other_kinds_log_nothing_when_gone() -> None:
     s.upsert(succeeded("a"))
     s.delete(succeeded("a"))
     assert s.gone_since(0) == (0, [])
+
+
+def journaled() -> store.Store[views.PodView]:
+    return store.Store(
+        resource="pods",
+        project=projections.pod,
+        indexers=indexes.for_kind("v1", "Pod"),
+        journal_index=indexes.journal_for("v1", "Pod"),
+    )
+
+
+def test_the_journal_names_every_key_changed_since_a_cursor_with_the_nodes_before_and_after() -> None:
+    s = journaled()
+    s.upsert(pod("a", "n1"))
+    s.upsert(pod("b", "n2"))
+    cursor = s.cursor
+    assert s.changed_since(cursor) == store.Since(keys=frozenset(), values=frozenset())
+    s.upsert(pod("a", "n3", rv="2"))  # recreated on another node
+    s.upsert(pod("b", "n2"))  # the same version again: no change
+    s.delete(pod("b", "n2"))
+    s.upsert(pod("c", ""))  # not scheduled yet: no node
+    since = s.changed_since(cursor)
+    assert since is not None
+    assert since.keys == {("ops", "a"), ("ops", "b"), ("ops", "c")}
+    assert since.values == {"n1", "n3", "n2"}
+    later = s.cursor
+    s.replace([pod("a", "n3", rv="2"), pod("d", "n4")], "9")  # a relist: c gone, d new
+    assert s.changed_since(later) == store.Since(
+        keys=frozenset({("ops", "c"), ("ops", "d")}), values=frozenset({"n4"})
+    )
+
+
+def test_the_journal_says_it_does_not_know_for_no_cursor_another_stores_or_one_too_old() -> None:
+    s, other = journaled(), journaled()
+    start = s.cursor
+    assert s.changed_since(None) is None
+    assert s.changed_since(other.cursor) is None  # never read against another store
+    for i in range(store.JOURNAL_KEPT):
+        s.upsert(pod(f"p{i}", "n1"))
+    assert s.changed_since(start) is not None  # exactly the journal's length back
+    s.upsert(pod("one-more", "n1"))
+    assert s.changed_since(start) is None
+    assert s.changed_since((s.cursor[0], s.cursor[1] + 1)) is None  # ahead of the store
+
+
+def test_a_store_without_a_journal_index_journals_keys_only() -> None:
+    s = store.Store(resource="nodes", project=projections.node, indexers={})
+    cursor = s.cursor
+    s.upsert({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "resourceVersion": "1"}})
+    assert s.changed_since(cursor) == store.Since(keys=frozenset({("", "n1")}), values=frozenset())
