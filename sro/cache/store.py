@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -51,7 +51,7 @@ class Since:
     """What changed after a cursor: the keys, and the journal index's values of their old
     and new objects (for pods, the nodes they ran on)."""
 
-    keys: frozenset[tuple[str, str]]
+    keys: frozenset[Key]
     values: frozenset[str]
 
 
@@ -159,11 +159,7 @@ class Store(Generic[V]):
         starts from now, with nothing."""
         if cursor is None:
             return self._gone_seq, []
-        since: list[V] = []
-        for seq, value in reversed(self._gone):
-            if seq <= cursor:
-                break
-            since.append(value)
+        since = [value for _, value in _newer(self._gone, cursor)]
         since.reverse()
         return self._gone_seq, since
 
@@ -180,9 +176,7 @@ class Store(Generic[V]):
             return None
         keys: set[Key] = set()
         values: set[str] = set()
-        for seq, key, touched in reversed(self._journal):
-            if seq <= cursor[1]:
-                break
+        for _, key, touched in _newer(self._journal, cursor[1]):
             keys.add(key)
             values.update(touched)
         return Since(keys=frozenset(keys), values=frozenset(values))
@@ -239,6 +233,18 @@ class Store(Generic[V]):
                     keys.discard(key)
                     if not keys:
                         del index[index_value]
+
+
+E = TypeVar("E", bound=tuple[Any, ...])
+
+
+def _newer(log: collections.deque[E], seq: int) -> Iterator[E]:
+    """The entries of ``log`` (each starting with its sequence number, oldest first) after
+    ``seq``, newest first."""
+    for entry in reversed(log):
+        if entry[0] <= seq:
+            return
+        yield entry
 
 
 def _version_of(body: Mapping[str, Any]) -> str:
