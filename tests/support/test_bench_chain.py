@@ -148,6 +148,22 @@ def test_the_machine_rows_count_sro_in_its_own_phase_only_and_divide_by_that_pha
     )
 
 
+def test_a_labelled_floor_is_a_phase_of_its_own_beside_the_floor_and_sro() -> None:
+    figures = {
+        "floor": {
+            "seconds": 100.0,
+            "control_plane_cpu": {"apiserver": 120.0},
+            "labelled": {"seconds": 125.0, "control_plane_cpu": {"apiserver": 175.0}},
+        },
+        "sro": {"seconds": 200.0, "cpu_seconds": 40.0, "control_plane_cpu": {"apiserver": 200.0}},
+    }
+    rows = dict(converge_report.machine_rows(figures))
+    assert rows["labelled floor: CPU of every process"] == "175 CPU-s: apiserver 175"
+    assert rows["labelled floor: cores busy"].startswith("1.40 of ")
+    # What sro costs beyond is still counted from the plain floor.
+    assert rows["sro beyond the floor"].startswith("control plane +80 CPU-s, sro 40 CPU-s")
+
+
 def test_figures_without_control_plane_cpu_print_no_machine_rows() -> None:
     assert (
         converge_report.machine_rows({"floor": {"seconds": 1.0}, "sro": {"seconds": 2.0, "cpu_seconds": 1.0}})
@@ -195,10 +211,27 @@ def test_several_runs_report_each_ratio_and_the_medians() -> None:
     ]
     summary = converge_report.runs_summary(runs)
     assert [r["ratio"] for r in summary["runs"]] == [1.55, 1.30, 1.10, None]
-    assert summary["median"] == {"floor": 23.6, "sro": pytest.approx(31.2), "ratio": 1.30}
+    assert summary["median"] == {
+        "floor": 23.6,
+        "sro": pytest.approx(31.2),
+        "ratio": 1.30,
+        "labelled_ratio": None,
+    }
     lines = converge_report.runs_table(summary).splitlines()
     assert lines[4].split() == ["4", "-", "40.0", "s", "-"]
     assert lines[-1].split() == ["median", "23.6", "s", "31.2", "s", "1.30x"]
+
+
+def test_runs_with_a_labelled_floor_report_that_ratio_too() -> None:
+    runs = [
+        {"floor": {"seconds": 20.0}, "sro": {"seconds": 30.0}, "ratio": 1.5, "labelled_ratio": 1.2},
+        {"floor": {"seconds": 20.0}, "sro": {"seconds": 26.0}, "ratio": 1.3, "labelled_ratio": 1.0},
+    ]
+    summary = converge_report.runs_summary(runs)
+    assert summary["median"]["labelled_ratio"] == pytest.approx(1.1)
+    lines = converge_report.runs_table(summary).splitlines()
+    assert lines[0].split()[-2:] == ["/", "labelled"]
+    assert lines[-1].split()[-2:] == ["1.40x", "1.10x"]
 
 
 def test_cpu_by_name_reads_recorded_live_processes_and_what_they_used_since(tmp_path: Path) -> None:

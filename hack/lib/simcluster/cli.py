@@ -87,12 +87,21 @@ def cmd_up(args: argparse.Namespace) -> int:
     run = _run_dir()
     with _exclusive(run):
         return _up(
-            run, _specs(args), pod_security=args.pod_security or "", pod_gc_threshold=args.pod_gc_threshold
+            run,
+            _specs(args),
+            pod_security=args.pod_security or "",
+            pod_gc_threshold=args.pod_gc_threshold,
+            profiling=args.profiling,
         )
 
 
 def _up(
-    run: layout.RunDir, specs: list[inventory.NodeSpec], *, pod_security: str = "", pod_gc_threshold: int = 0
+    run: layout.RunDir,
+    specs: list[inventory.NodeSpec],
+    *,
+    pod_security: str = "",
+    pod_gc_threshold: int = 0,
+    profiling: bool = False,
 ) -> int:
     start = time.monotonic()
     if controlplane.running(run):
@@ -113,7 +122,9 @@ def _up(
         if build.returncode != 0:
             return build.returncode
         say(f"starting a control plane in {run.root}")
-        state = controlplane.prepare(run, pod_security=pod_security, pod_gc_threshold=pod_gc_threshold)
+        state = controlplane.prepare(
+            run, pod_security=pod_security, pod_gc_threshold=pod_gc_threshold, profiling=profiling
+        )
         try:
             controlplane.start_component(run, state, "etcd")
             controlplane.wait_healthy(run, state, ["etcd"])
@@ -340,6 +351,11 @@ def parser() -> argparse.ArgumentParser:
         default=0,
         help="finished pods the cluster holds before kube-controller-manager's pod garbage collector "
         "deletes the oldest (its --terminated-pod-gc-threshold; default: its own, 12,500)",
+    )
+    up.add_argument(
+        "--profiling",
+        action="store_true",
+        help="kube-apiserver serves /debug/pprof (to cluster-admin), for CPU profiles of its work",
     )
     up.set_defaults(func=cmd_up)
 

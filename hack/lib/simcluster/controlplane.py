@@ -46,12 +46,14 @@ class State:
     """What ``up`` decided and later commands need: the ports, the Pod Security level
     kube-apiserver enforces by default ("" for none: every namespace is privileged), and
     how many finished pods the cluster holds before the pod garbage collector deletes the
-    oldest (0: kube-controller-manager's default, 12,500), kept so a restarted component
-    runs the same."""
+    oldest (0: kube-controller-manager's default, 12,500), and whether kube-apiserver serves
+    ``/debug/pprof`` (``profiling``: what a benchmark reads its CPU profile from), kept so a
+    restarted component runs the same."""
 
     ports: dict[str, int]
     pod_security: str = ""
     pod_gc_threshold: int = 0
+    profiling: bool = False
 
     @property
     def server(self) -> str:
@@ -130,7 +132,7 @@ def commands(run: layout.RunDir, state: State) -> dict[str, list[str]]:
             "--allow-privileged=true",
             "--enable-admission-plugins=ExtendedResourceToleration,NodeRestriction",
             "--kubelet-preferred-address-types=InternalIP",
-            "--profiling=false",
+            f"--profiling={'true' if state.profiling else 'false'}",
             *audit.apiserver_flags(policy=run.audit_policy, log=run.audit_log),
             *([f"--admission-control-config-file={run.admission_config}"] if state.pod_security else []),
         ],
@@ -372,7 +374,9 @@ def admission_config(level: str) -> dict[str, Any]:
     }
 
 
-def prepare(run: layout.RunDir, *, pod_security: str = "", pod_gc_threshold: int = 0) -> State:
+def prepare(
+    run: layout.RunDir, *, pod_security: str = "", pod_gc_threshold: int = 0, profiling: bool = False
+) -> State:
     """A fresh run directory: ports, PKI, kubeconfigs, kwok config, kubectl link, and the
     admission configuration when ``pod_security`` names a default level."""
     run.root.mkdir(parents=True, exist_ok=True)
@@ -382,7 +386,12 @@ def prepare(run: layout.RunDir, *, pod_security: str = "", pod_gc_threshold: int
         raise ClusterError(f"pod security level {pod_security!r}: one of {', '.join(POD_SECURITY_LEVELS)}")
     if pod_gc_threshold < 0:
         raise ClusterError(f"pod GC threshold {pod_gc_threshold}: 0 (the default) or more")
-    state = State(ports=free_ports(PORTS), pod_security=pod_security, pod_gc_threshold=pod_gc_threshold)
+    state = State(
+        ports=free_ports(PORTS),
+        pod_security=pod_security,
+        pod_gc_threshold=pod_gc_threshold,
+        profiling=profiling,
+    )
     if pod_security:
         run.admission_config.write_text(yaml.safe_dump(admission_config(pod_security), sort_keys=False))
     state.save(run)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from simcluster import (
     daemons,
     kube,
     layout,
+    pprof,
 )
 from sro.render import recipe as recipe_
 
@@ -142,7 +146,27 @@ def pod_creations(writes: list[audit.Write]) -> dict[str, Any]:
     }
 
 
-async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within: float) -> dict[str, Any]:
+def apiserver_profile(
+    client: kube.Kube, *, out: Path | None, name: str
+) -> contextlib.AbstractAsyncContextManager[object]:
+    """kube-apiserver's CPU profile of a phase into ``out`` (``pprof.Profiler``); with no
+    ``out``, nothing."""
+    return pprof.Profiler(client, out=out, name=name) if out else contextlib.nullcontext()
+
+
+async def floor(
+    client: kube.Kube,
+    run: layout.RunDir,
+    sr_file: Path,
+    *,
+    within: float,
+    profile: Path | None = None,
+    labelled: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The floor: the chain on one node alone, then every object posted at once. With
+    ``labelled`` (label names: the states and ``complete``) the floor runs a second time
+    with every node given each of those labels in its own patch besides (the *labelled
+    floor*): what the contract's node writes alone add to the control plane's work."""
     objects = [
         converge_floor.without_ordering(o)
         for o in converge_floor.rendered_objects(
@@ -154,28 +178,65 @@ async def floor(client: kube.Kube, run: layout.RunDir, sr_file: Path, *, within:
     # The chain first, on the idle cluster: one node's objects alone.
     first = next(n for n in labels if converge_floor.expected_pods(objects, [n]))
     node = first[converge_floor.HOSTNAME]
-    alone, _, _, _ = await _posted(
-        client, run, converge_floor.one_node(objects, node=node), [first], within=within
-    )
+    alone = (
+        await _posted(client, run, converge_floor.one_node(objects, node=node), [first], within=within)
+    ).times
     chain = converge_floor.chain_seconds(alone.fastest, states_after(RECIPE))
-    times, posts, expected, cpu = await _posted(client, run, objects, labels, within=within)
-    curve = times.curve
+    plain = await _posted(
+        client,
+        run,
+        objects,
+        labels,
+        within=within,
+        during=apiserver_profile(client, out=profile, name="floor"),
+    )
+    curve = plain.times.curve
     seconds = curve[-1][0]
     print(
-        f"floor: {len(objects)} objects ({posts} POSTs), {expected} pods done in {seconds:.1f}s; "
+        f"floor: {len(objects)} objects ({plain.posts} POSTs), {plain.expected} pods done in {seconds:.1f}s; "
         f"chain of states on {node} alone {chain:.1f}s",
         flush=True,
     )
-    return {
+    figures: dict[str, Any] = {
         "objects": len(objects),
-        "posts": posts,
-        "pods": expected,
+        "posts": plain.posts,
+        "pods": plain.expected,
         "seconds": seconds,
         "curve": curve,
         "chain_seconds": chain,
         "chain_pod_seconds": alone.fastest,
-        "control_plane_cpu": cpu,
+        "control_plane_cpu": plain.cpu,
     }
+    if labelled:
+        nodes = [str(n[converge_floor.HOSTNAME]) for n in labels if converge_floor.HOSTNAME in n]
+        both = await _posted(client, run, objects, labels, within=within, node_labels=(nodes, list(labelled)))
+        done = max(both.times.curve[-1][0], both.labelled_seconds)
+        figures["labelled"] = {
+            "seconds": done,
+            "pods_seconds": both.times.curve[-1][0],
+            "label_patches": both.patches,
+            "control_plane_cpu": both.cpu,
+        }
+        print(
+            f"labelled floor: the same and {both.patches} node label patches, all done in "
+            f"{done:.1f}s (labels {both.labelled_seconds:.1f}s)",
+            flush=True,
+        )
+    return figures
+
+
+@dataclasses.dataclass(frozen=True)
+class Posted:
+    """What ``_posted`` timed: the pods, the POSTs sent, the pods expected, the CPU each
+    control-plane process spent until the last pod was done, and the node label patches
+    sent besides (with when the last was answered, in seconds from the start)."""
+
+    times: converge_floor.PodTimes
+    posts: int
+    expected: int
+    cpu: dict[str, float]
+    patches: int = 0
+    labelled_seconds: float = 0.0
 
 
 async def _posted(
@@ -185,22 +246,33 @@ async def _posted(
     labels: list[dict[str, str]],
     *,
     within: float,
-) -> tuple[converge_floor.PodTimes, int, int, dict[str, float]]:
+    during: contextlib.AbstractAsyncContextManager[object] | None = None,
+    node_labels: tuple[list[str], list[str]] | None = None,
+) -> Posted:
     """Post ``objects`` at once, time their pods (on nodes labelled ``labels``) to done,
-    then remove it all; what was timed, the POSTs sent, the pods expected and the CPU each
-    control-plane process spent until the last pod was done."""
+    then remove it all (``during`` is entered for exactly the timed window). With
+    ``node_labels`` (nodes, label names) every node gets each label in its own patch
+    meanwhile (``converge_floor.label_all``), and the CPU is counted until both are done."""
     expected = converge_floor.expected_pods(objects, labels)
     namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
-    started = time.monotonic()
-    cpu0 = daemons.cpu_by_name(run.pids)
-    waiter = asyncio.create_task(
-        converge_floor.wait_pods(
-            client, namespace=namespace, expected=expected, started=started, within=within
+    async with during or contextlib.nullcontext():
+        started = time.monotonic()
+        cpu0 = daemons.cpu_by_name(run.pids)
+        waiter = asyncio.create_task(
+            converge_floor.wait_pods(
+                client, namespace=namespace, expected=expected, started=started, within=within
+            )
         )
-    )
-    posts = await converge_floor.post_all(client, objects)
-    times = await waiter
-    cpu = daemons.cpu_by_name(run.pids, cpu0)
+        labelling = (
+            asyncio.create_task(converge_floor.label_all(client, *node_labels)) if node_labels else None
+        )
+        posts = await converge_floor.post_all(client, objects)
+        patches, labelled_seconds = 0, 0.0
+        if labelling is not None:
+            patches = await labelling
+            labelled_seconds = time.monotonic() - started
+        times = await waiter
+        cpu = daemons.cpu_by_name(run.pids, cpu0)
     # Remove it all before anything else runs: the namespace, then the cluster-scoped objects.
     resources = converge_floor.Resources()
     await resources.learn(client, (str(o["apiVersion"]) for o in objects))
@@ -216,7 +288,9 @@ async def _posted(
                 break
             raise
         await asyncio.sleep(0.5)
-    return times, posts, expected, cpu
+    if node_labels is not None:
+        await converge_floor.unlabel_all(client, *node_labels)
+    return Posted(times, posts, expected, cpu, patches=patches, labelled_seconds=labelled_seconds)
 
 
 async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> dict[str, Any]:
@@ -226,9 +300,17 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
     sr_file = out / "sr.yaml"
     sr_file.write_text(yaml.safe_dump(sr_body))
     figures: dict[str, Any] = {"revision": revision(), "nodes": args.nodes, "kernels": args.kernels}
+    profiles = out if args.profile_control_plane else None
     async with kube.Kube(server=state.server, run=run) as client:
         if not args.skip_floor:
-            figures["floor"] = await floor(client, run, sr_file, within=args.timeout)
+            figures["floor"] = await floor(
+                client,
+                run,
+                sr_file,
+                within=args.timeout,
+                profile=profiles,
+                labelled=[*states_of(RECIPE), "complete"] if args.labelled_floor else (),
+            )
             objects = figures["floor"]["objects"]
         else:  # what sro will write is still what it renders: the floor of writes needs it
             rendered = converge_floor.rendered_objects(
@@ -247,9 +329,10 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             started_wall = time.time()
             states = states_of(RECIPE)
             try:
-                seconds, curves = await converge_sro.converge(
-                    client, sr_body, states=states, total=args.nodes, within=args.timeout
-                )
+                async with apiserver_profile(client, out=profiles, name="sro"):
+                    seconds, curves = await converge_sro.converge(
+                        client, sr_body, states=states, total=args.nodes, within=args.timeout
+                    )
             except converge_sro.NotReady as exc:  # say how far it got, then fail
                 print(f"sro: {exc}", flush=True)
                 figures["not_ready"] = str(exc)
@@ -296,6 +379,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 return figures
             if "floor" in figures:
                 figures["ratio"] = seconds / figures["floor"]["seconds"]
+                if "labelled" in figures["floor"]:
+                    figures["labelled_ratio"] = seconds / figures["floor"]["labelled"]["seconds"]
                 print(f"sro: Ready in {seconds:.1f}s ({figures['ratio']:.2f}x the floor)", flush=True)
             else:
                 print(f"sro: Ready in {seconds:.1f}s", flush=True)
@@ -358,6 +443,18 @@ def main(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", type=Path, default=REPO / ".run" / "bench-converge")
     p.add_argument("--profile", action="store_true", help="sample the operator with py-spy while converging")
+    p.add_argument(
+        "--profile-control-plane",
+        action="store_true",
+        help="take kube-apiserver's CPU profile over the floor and over sro's convergence "
+        "(floor-apiserver.pprof, sro-apiserver.pprof; read with go tool pprof) and print their tops",
+    )
+    p.add_argument(
+        "--labelled-floor",
+        action="store_true",
+        help="run the floor a second time with each node's label per state (and complete) "
+        "patched besides, one patch each: what the contract's node writes cost on their own",
+    )
     p.add_argument("--keep", action="store_true", help="leave the cluster running")
     p.add_argument(
         "--runs",
@@ -405,7 +502,15 @@ def _run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.default_int_handler)
     try:
-        hack_cluster(run, "up", "--inventory", str(inv), "--pod-gc-threshold", str(args.pod_gc_threshold))
+        hack_cluster(
+            run,
+            "up",
+            "--inventory",
+            str(inv),
+            "--pod-gc-threshold",
+            str(args.pod_gc_threshold),
+            *(["--profiling"] if args.profile_control_plane else []),
+        )
         kubectl = [str(layout.binary("kubectl")), "--kubeconfig", str(run.kubeconfig)]
         subprocess.run([*kubectl, "apply", "--server-side", "-f", str(CRD)], check=True, capture_output=True)
         figures = asyncio.run(measure(args, run, out))
@@ -414,6 +519,11 @@ def _run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             hack_cluster(run, "down")
             shutil.rmtree(base, ignore_errors=True)
     print(converge_report.written(figures, out, profile=args.profile))
+    for phase in ("floor", "sro") if args.profile_control_plane else ():
+        profile = out / f"{phase}-apiserver.pprof"
+        if profile.exists():
+            print(f"\nkube-apiserver's CPU in the {phase}'s phase ({profile}), with callees:")
+            print(pprof.top(profile, entries=40, cumulative=True))
     return figures
 
 

@@ -190,6 +190,43 @@ async def post_all(client: kube.Kube, objects: Sequence[JSON], *, concurrency: i
     return sent
 
 
+LABEL_PREFIX = "floor.sro.dev"
+"""The labelled floor's node labels: no workload selects on them, sro never reads them."""
+
+
+async def label_all(
+    client: kube.Kube, nodes: Sequence[str], labels: Sequence[str], *, concurrency: int = 32
+) -> int:
+    """One JSON merge patch per node and label, ``<LABEL_PREFIX>/<label>: ready``, label
+    after label over every node, ``concurrency`` at a time: the node writes the contract
+    asks of any operator that records each state on each node (a label per state, and
+    ``complete``), sent with no order between them. Returns the patches sent."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(node: str, label: str) -> None:
+        async with gate:
+            await client.patch(
+                f"/api/v1/nodes/{node}", {"metadata": {"labels": {f"{LABEL_PREFIX}/{label}": "ready"}}}
+            )
+
+    await asyncio.gather(*(one(node, label) for label in labels for node in nodes))
+    return len(nodes) * len(labels)
+
+
+async def unlabel_all(
+    client: kube.Kube, nodes: Sequence[str], labels: Sequence[str], *, concurrency: int = 32
+) -> None:
+    """Take ``label_all``'s labels off again, one patch per node."""
+    gate = asyncio.Semaphore(concurrency)
+    gone: dict[str, None] = {f"{LABEL_PREFIX}/{label}": None for label in labels}
+
+    async def one(node: str) -> None:
+        async with gate:
+            await client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": gone}})
+
+    await asyncio.gather(*(one(node) for node in nodes))
+
+
 RUN_TO_COMPLETION = ("Never", "OnFailure")
 
 

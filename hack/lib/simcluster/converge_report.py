@@ -38,6 +38,8 @@ def machine_rows(f: Mapping[str, Any]) -> list[tuple[str, str]]:
     phases: list[tuple[str, Mapping[str, Any], dict[str, float]]] = []
     if "floor" in f:
         phases.append(("floor", f["floor"], {}))
+        if "labelled" in f["floor"]:
+            phases.append(("labelled floor", f["floor"]["labelled"], {}))
     if "sro" in f:
         phases.append(("sro", f["sro"], {"sro": f["sro"]["cpu_seconds"]}))
     for name, phase, own in phases:
@@ -48,7 +50,7 @@ def machine_rows(f: Mapping[str, Any]) -> list[tuple[str, str]]:
         busy = sum(every.values()) / phase["seconds"]
         rows.append((f"{name}: CPU of every process", _cpu(every)))
         rows.append((f"{name}: cores busy", f"{busy:.2f} of {cores}"))
-    if len(phases) == 2 and all(p.get("control_plane_cpu") for _, p, _ in phases):
+    if "floor" in f and "sro" in f and all(p.get("control_plane_cpu") for _, p, _ in phases):
         rows.append(("sro beyond the floor", _beyond(f["floor"], f["sro"])))
     return rows
 
@@ -81,12 +83,21 @@ def table(figures: Mapping[str, Any]) -> str:
         ]
         if "chain_seconds" in f["floor"]:
             rows.append(("floor: chain of states, one node alone", f"{f['floor']['chain_seconds']:.1f} s"))
+        if "labelled" in f["floor"]:
+            both = f["floor"]["labelled"]
+            rows.append(
+                (
+                    f"labelled floor: + {both['label_patches']} label patches",
+                    f"{both['seconds']:.1f} s (pods {both['pods_seconds']:.1f} s)",
+                )
+            )
     rows += [
         (
             "sro: SpecialResource Ready",
             f"NOT READY: {f['not_ready']}" if "not_ready" in f else f"{f['sro']['seconds']:.1f} s",
         ),
         ("sro / floor", f"{f['ratio']:.2f}x" if "ratio" in f else "(no floor measured)"),
+        *([("sro / labelled floor", f"{f['labelled_ratio']:.2f}x")] if "labelled_ratio" in f else []),
         ("sro CPU during convergence", f"{f['sro']['cpu_seconds']:.1f} CPU-s"),
         ("sro peak RSS", f"{f['sro']['peak_rss_mb']:.0f} MB"),
         (
@@ -250,6 +261,7 @@ def runs_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "floor": r["floor"]["seconds"] if "floor" in r else None,
             "sro": r["sro"]["seconds"] if "sro" in r else None,
             "ratio": r.get("ratio"),
+            "labelled_ratio": r.get("labelled_ratio"),
         }
         for r in runs
     ]
@@ -258,7 +270,7 @@ def runs_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         values = [v for row in rows if (v := row[key]) is not None]
         return statistics.median(values) if values else None
 
-    return {"runs": rows, "median": {key: median(key) for key in ("floor", "sro", "ratio")}}
+    return {"runs": rows, "median": {key: median(key) for key in ("floor", "sro", "ratio", "labelled_ratio")}}
 
 
 def runs_table(summary: Mapping[str, Any]) -> str:
@@ -268,10 +280,14 @@ def runs_table(summary: Mapping[str, Any]) -> str:
         return "-" if value is None else f"{value:.2f}x" if unit == "x" else f"{value:.1f} s"
 
     rows = [(str(i), row) for i, row in enumerate(summary["runs"], 1)] + [("median", summary["median"])]
-    lines = [f"{'run':<8}{'floor':>10}{'sro':>10}{'sro / floor':>14}"]
+    labelled = any(row.get("labelled_ratio") is not None for _, row in rows)
+    lines = [
+        f"{'run':<8}{'floor':>10}{'sro':>10}{'sro / floor':>14}" + (f"{'/ labelled':>12}" if labelled else "")
+    ]
     for name, row in rows:
         floor, sro, ratio = shown(row["floor"], "s"), shown(row["sro"], "s"), shown(row["ratio"], "x")
-        lines.append(f"{name:<8}{floor:>10}{sro:>10}{ratio:>14}")
+        extra = f"{shown(row.get('labelled_ratio'), 'x'):>12}" if labelled else ""
+        lines.append(f"{name:<8}{floor:>10}{sro:>10}{ratio:>14}{extra}")
     return "\n".join(lines)
 
 

@@ -103,6 +103,20 @@ class Kube:
     async def get(self, path: str, **kw: Any) -> JSON:
         return await self.request("GET", path, **kw)
 
+    async def get_bytes(self, path: str, *, request_seconds: float = 30) -> bytes:
+        """A GET whose answer is not JSON (a profile from ``/debug/pprof``), as it came."""
+        aiohttp = _aiohttp()
+        async with (
+            self._limit,
+            self.session.get(
+                self._server + path, timeout=aiohttp.ClientTimeout(total=request_seconds)
+            ) as resp,
+        ):
+            body = await resp.read()
+            if resp.status >= 300:
+                raise ApiError(resp.status, body.decode(errors="replace"), method="GET", path=path)
+            return body
+
     async def create(self, path: str, body: JSON) -> JSON:
         return await self.request("POST", path, body=body)
 
