@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import audit, converge, converge_floor, converge_report, daemons, write_cost
+from simcluster import audit, converge, converge_floor, converge_report, converge_steps, daemons, write_cost
 
 pytestmark = pytest.mark.unit
 
@@ -258,3 +258,81 @@ def test_cpu_by_name_reads_recorded_live_processes_and_what_they_used_since(tmp_
     finally:
         daemons.stop(record, pid_dir=tmp_path, grace=1.0)
     assert daemons.cpu_by_name(tmp_path) == {}
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _state_pod(state: str, node: str, *, done: bool, run_to_completion: bool = False) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": "Running", "conditions": [{"type": "Ready", "status": str(done)}]}
+    if run_to_completion:
+        status = {"phase": "Succeeded" if done else "Running"}
+    return {
+        "metadata": {"labels": {converge_floor.STATE_LABEL: state}},
+        "spec": {"nodeName": node, "restartPolicy": "Never" if run_to_completion else "Always"},
+        "status": status,
+    }
+
+
+def test_each_step_of_a_nodes_chain_is_split_into_opened_ran_and_recorded() -> None:
+    clock = _Clock()
+    steps = converge_steps.Steps(after={"driver": (), "check": ("driver",)}, clock=clock)
+    for at, event in [
+        (1.0, lambda: steps.on_pod("ADDED", _state_pod("driver", "n1", done=False))),
+        (3.0, lambda: steps.on_pod("MODIFIED", _state_pod("driver", "n1", done=True))),
+        (4.0, lambda: steps.on_label("n1", "driver")),
+        (5.5, lambda: steps.on_pod("ADDED", _state_pod("check", "n1", done=False, run_to_completion=True))),
+        (7.5, lambda: steps.on_pod("MODIFIED", _state_pod("check", "n1", done=True, run_to_completion=True))),
+        (7.75, lambda: steps.on_label("n1", "check")),
+        # Seen again later (a relist, a reset): the first times stand.
+        (20.0, lambda: steps.on_pod("MODIFIED", _state_pod("driver", "n1", done=True))),
+        (21.0, lambda: steps.on_label("n1", "driver")),
+    ]:
+        clock.now = at
+        event()
+    figures = steps.figures()
+    assert figures["driver"]["ran"]["p50"] == 2.0 and figures["driver"]["recorded"]["p50"] == 1.0
+    assert figures["driver"]["opened"] == {"count": 0}  # the first state opens on nothing
+    assert figures["check"]["opened"]["p50"] == 1.5  # its pod 1.5 s after the driver's label
+    assert figures["check"]["ran"]["p50"] == 2.0 and figures["check"]["recorded"]["p50"] == 0.25
+    assert figures["all"]["recorded"]["count"] == 2 and figures["all"]["recorded"]["max"] == 1.0
+
+
+def test_a_state_after_several_opens_from_the_last_of_their_labels_and_not_before_all() -> None:
+    clock = _Clock()
+    steps = converge_steps.Steps(after={"a": (), "b": (), "c": ("a", "b")}, clock=clock)
+    clock.now = 1.0
+    steps.on_label("n1", "a")
+    steps.on_label("n2", "a")  # n2 never gets b: its c opened on nothing yet
+    clock.now = 4.0
+    steps.on_label("n1", "b")
+    clock.now = 4.5
+    steps.on_pod("ADDED", _state_pod("c", "n1", done=False))
+    steps.on_pod("ADDED", _state_pod("c", "n2", done=False))
+    steps.on_pod("ADDED", _state_pod("unknown", "n1", done=True))  # not a state of the recipe
+    figures = steps.figures()
+    assert figures["c"]["opened"] == {"count": 1, "p50": 0.5, "p99": 0.5, "max": 0.5}
+    assert "unknown" not in figures
+
+
+def test_the_chain_rows_show_every_state_after_the_pooled_one() -> None:
+    figures = {
+        "driver": {
+            "opened": {"count": 0},
+            "ran": converge_steps.summary([2.0]),
+            "recorded": converge_steps.summary([1.0]),
+        },
+        "all": {
+            "opened": {"count": 0},
+            "ran": converge_steps.summary([2.0]),
+            "recorded": converge_steps.summary([1.0]),
+        },
+    }
+    rows = converge_report.step_rows(figures)
+    assert [name.strip() for name, _ in rows] == ["every state", "driver"]
+    assert rows[1][1] == "opened -, ran 2.00 / 2.00 s, recorded 1.00 / 1.00 s"

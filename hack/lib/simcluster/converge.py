@@ -2,17 +2,20 @@
 
 One run, one cluster (in its own run directory), two measurements of the same work:
 
-1. the floor (``converge_floor``): the objects ``sro render --live`` prints for the
-   nvidia-gpu SpecialResource, ordering taken out, posted at once; timed to every pod
-   Ready or Succeeded; then removed;
+1. the floor (``converge_floor_phase``): the objects ``sro render --live`` prints for
+   the nvidia-gpu SpecialResource, ordering taken out, posted at once; timed to every pod
+   Ready or Succeeded; then removed (``--labelled-floor``: once more, with the contract's
+   node label writes besides);
 2. sro (``converge_sro``): ``sro run`` converging that SpecialResource, timed to Ready,
-   with per-state progress, CPU, peak RSS and requests; then an idle window (with the
+   with per-state progress, each node's chain of steps split by who took the time
+   (``converge_steps``), CPU, peak RSS and requests; then an idle window (with the
    passes run and the watch events read in it: what woke the operator), then kernel
    changes one node at a time (new per-kernel DaemonSet, node complete again).
 
 Prints a table, writes ``converge.json`` and ``converge.png`` (matplotlib) to ``--out``,
 and with ``--profile`` samples the operator with py-spy while it converges (every thread,
-while it holds the GIL: where its CPU goes) and prints its top entries. It asserts
+while it holds the GIL: where its CPU goes) and prints its top entries
+(``--profile-control-plane``: kube-apiserver's, with ``pprof``). It asserts
 nothing: the targets are for people to read beside the figures.
 """
 
@@ -20,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import dataclasses
 import os
 import shutil
 import signal
@@ -30,7 +31,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,10 @@ from simcluster import (
     audit,
     controlplane,
     converge_floor,
+    converge_floor_phase,
     converge_report,
     converge_sro,
+    converge_steps,
     daemons,
     kube,
     layout,
@@ -146,153 +148,6 @@ def pod_creations(writes: list[audit.Write]) -> dict[str, Any]:
     }
 
 
-def apiserver_profile(
-    client: kube.Kube, *, out: Path | None, name: str
-) -> contextlib.AbstractAsyncContextManager[object]:
-    """kube-apiserver's CPU profile of a phase into ``out`` (``pprof.Profiler``); with no
-    ``out``, nothing."""
-    return pprof.Profiler(client, out=out, name=name) if out else contextlib.nullcontext()
-
-
-async def floor(
-    client: kube.Kube,
-    run: layout.RunDir,
-    sr_file: Path,
-    *,
-    within: float,
-    profile: Path | None = None,
-    labelled: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The floor: the chain on one node alone, then every object posted at once. With
-    ``labelled`` (label names: the states and ``complete``) the floor runs a second time
-    with every node given each of those labels in its own patch besides (the *labelled
-    floor*): what the contract's node writes alone add to the control plane's work."""
-    objects = [
-        converge_floor.without_ordering(o)
-        for o in converge_floor.rendered_objects(
-            sro=SRO, recipe=RECIPE, sr_file=sr_file, kubeconfig=run.kubeconfig
-        )
-    ]
-    listed = await client.get("/api/v1/nodes", request_seconds=120)
-    labels = [n["metadata"].get("labels") or {} for n in listed["items"]]
-    # The chain first, on the idle cluster: one node's objects alone.
-    first = next(n for n in labels if converge_floor.expected_pods(objects, [n]))
-    node = first[converge_floor.HOSTNAME]
-    alone = (
-        await _posted(client, run, converge_floor.one_node(objects, node=node), [first], within=within)
-    ).times
-    chain = converge_floor.chain_seconds(alone.fastest, states_after(RECIPE))
-    plain = await _posted(
-        client,
-        run,
-        objects,
-        labels,
-        within=within,
-        during=apiserver_profile(client, out=profile, name="floor"),
-    )
-    curve = plain.times.curve
-    seconds = curve[-1][0]
-    print(
-        f"floor: {len(objects)} objects ({plain.posts} POSTs), {plain.expected} pods done in {seconds:.1f}s; "
-        f"chain of states on {node} alone {chain:.1f}s",
-        flush=True,
-    )
-    figures: dict[str, Any] = {
-        "objects": len(objects),
-        "posts": plain.posts,
-        "pods": plain.expected,
-        "seconds": seconds,
-        "curve": curve,
-        "chain_seconds": chain,
-        "chain_pod_seconds": alone.fastest,
-        "control_plane_cpu": plain.cpu,
-    }
-    if labelled:
-        nodes = [str(n[converge_floor.HOSTNAME]) for n in labels if converge_floor.HOSTNAME in n]
-        both = await _posted(client, run, objects, labels, within=within, node_labels=(nodes, list(labelled)))
-        done = max(both.times.curve[-1][0], both.labelled_seconds)
-        figures["labelled"] = {
-            "seconds": done,
-            "pods_seconds": both.times.curve[-1][0],
-            "label_patches": both.patches,
-            "control_plane_cpu": both.cpu,
-        }
-        print(
-            f"labelled floor: the same and {both.patches} node label patches, all done in "
-            f"{done:.1f}s (labels {both.labelled_seconds:.1f}s)",
-            flush=True,
-        )
-    return figures
-
-
-@dataclasses.dataclass(frozen=True)
-class Posted:
-    """What ``_posted`` timed: the pods, the POSTs sent, the pods expected, the CPU each
-    control-plane process spent until the last pod was done, and the node label patches
-    sent besides (with when the last was answered, in seconds from the start)."""
-
-    times: converge_floor.PodTimes
-    posts: int
-    expected: int
-    cpu: dict[str, float]
-    patches: int = 0
-    labelled_seconds: float = 0.0
-
-
-async def _posted(
-    client: kube.Kube,
-    run: layout.RunDir,
-    objects: list[dict[str, Any]],
-    labels: list[dict[str, str]],
-    *,
-    within: float,
-    during: contextlib.AbstractAsyncContextManager[object] | None = None,
-    node_labels: tuple[list[str], list[str]] | None = None,
-) -> Posted:
-    """Post ``objects`` at once, time their pods (on nodes labelled ``labels``) to done,
-    then remove it all (``during`` is entered for exactly the timed window). With
-    ``node_labels`` (nodes, label names) every node gets each label in its own patch
-    meanwhile (``converge_floor.label_all``), and the CPU is counted until both are done."""
-    expected = converge_floor.expected_pods(objects, labels)
-    namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
-    async with during or contextlib.nullcontext():
-        started = time.monotonic()
-        cpu0 = daemons.cpu_by_name(run.pids)
-        waiter = asyncio.create_task(
-            converge_floor.wait_pods(
-                client, namespace=namespace, expected=expected, started=started, within=within
-            )
-        )
-        labelling = (
-            asyncio.create_task(converge_floor.label_all(client, *node_labels)) if node_labels else None
-        )
-        posts = await converge_floor.post_all(client, objects)
-        patches, labelled_seconds = 0, 0.0
-        if labelling is not None:
-            patches = await labelling
-            labelled_seconds = time.monotonic() - started
-        times = await waiter
-        cpu = daemons.cpu_by_name(run.pids, cpu0)
-    # Remove it all before anything else runs: the namespace, then the cluster-scoped objects.
-    resources = converge_floor.Resources()
-    await resources.learn(client, (str(o["apiVersion"]) for o in objects))
-    await client.delete(f"/api/v1/namespaces/{namespace}")
-    for obj in objects:
-        if "namespace" not in obj["metadata"]:
-            await client.delete(f"{resources.collection(obj)}/{obj['metadata']['name']}")
-    while True:
-        try:
-            await client.get(f"/api/v1/namespaces/{namespace}")
-        except kube.ApiError as exc:
-            if exc.status == 404:
-                break
-            raise
-        await asyncio.sleep(0.5)
-    if node_labels is not None:
-        await converge_floor.unlabel_all(client, *node_labels)
-    return Posted(times, posts, expected, cpu, patches=patches, labelled_seconds=labelled_seconds)
-
-
 async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> dict[str, Any]:
     state = controlplane.State.load(run)
     assert state is not None
@@ -303,10 +158,13 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
     profiles = out if args.profile_control_plane else None
     async with kube.Kube(server=state.server, run=run) as client:
         if not args.skip_floor:
-            figures["floor"] = await floor(
+            figures["floor"] = await converge_floor_phase.floor(
                 client,
                 run,
                 sr_file,
+                sro=SRO,
+                recipe=RECIPE,
+                after=states_after(RECIPE),
                 within=args.timeout,
                 profile=profiles,
                 labelled=[*states_of(RECIPE), "complete"] if args.labelled_floor else (),
@@ -328,10 +186,11 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             plane0 = daemons.cpu_by_name(run.pids)
             started_wall = time.time()
             states = states_of(RECIPE)
+            chain = converge_steps.Steps(after=states_after(RECIPE))
             try:
-                async with apiserver_profile(client, out=profiles, name="sro"):
+                async with converge_floor_phase.apiserver_profile(client, out=profiles, name="sro"):
                     seconds, curves = await converge_sro.converge(
-                        client, sr_body, states=states, total=args.nodes, within=args.timeout
+                        client, sr_body, states=states, total=args.nodes, within=args.timeout, steps=chain
                     )
             except converge_sro.NotReady as exc:  # say how far it got, then fail
                 print(f"sro: {exc}", flush=True)
@@ -370,6 +229,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 # node's labels once per state plus "complete" (status writes not counted).
                 "write_floor": objects + args.nodes * (len(states) + 1),
                 "curves": curves,
+                "chain": chain.figures(),
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
                 # what the operator read while converging: its CPU is mostly theirs
                 "watch_events": {k: v for k, v in sorted(events_during.items()) if v},

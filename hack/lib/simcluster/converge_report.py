@@ -69,6 +69,30 @@ def _beyond(floor: Mapping[str, Any], sro: Mapping[str, Any]) -> str:
     )
 
 
+def step_rows(figures: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[tuple[str, str]]:
+    """Table rows of ``converge_steps.Steps.figures``: each state's three intervals as
+    p50 / p99, the pooled ones first."""
+
+    def shown(part: Mapping[str, float]) -> str:
+        if not part.get("count"):
+            return "-"
+        return f"{part['p50']:.2f} / {part['p99']:.2f} s"
+
+    out: list[tuple[str, str]] = []
+    for state in ("all", *(s for s in figures if s != "all")):
+        if state not in figures:
+            continue
+        f = figures[state]
+        name = "every state" if state == "all" else state
+        out.append(
+            (
+                f"  {name}",
+                f"opened {shown(f['opened'])}, ran {shown(f['ran'])}, recorded {shown(f['recorded'])}",
+            )
+        )
+    return out
+
+
 def table(figures: Mapping[str, Any]) -> str:
     """The figures as aligned text, one line each, the floor beside what it bounds."""
     f = figures
@@ -129,6 +153,10 @@ def table(figures: Mapping[str, Any]) -> str:
                 ", ".join(f"{k} {v}" for k, v in sorted(read.items(), key=lambda kv: -kv[1])[:6]),
             )
         )
+    chain = f["sro"].get("chain")
+    if chain:  # absent from figures of older runs
+        rows.append(("sro's chain, per node and state", "p50 / p99 of each step (converge_steps)"))
+        rows += step_rows(chain)
     for verb_resource, count in sorted(f["sro"]["requests_by"].items(), key=lambda kv: -kv[1])[:12]:
         rows.append((f"  {verb_resource}", str(count)))
     idle = f.get("idle")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simcluster import audit, daemons, kube, nodes
+from simcluster import audit, converge_steps, daemons, kube, nodes
 
 JSON = dict[str, Any]
 SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
@@ -234,15 +234,17 @@ async def _states_progress(
     started: float,
     curves: dict[str, list[tuple[float, int]]],
     stop: asyncio.Event,
+    steps: converge_steps.Steps | None = None,
 ) -> None:
-    """Keep ``curves[state]`` as (seconds since ``started``, nodes with the state ready)."""
+    """Keep ``curves[state]`` as (seconds since ``started``, nodes with the state ready),
+    and tell ``steps`` when a state's label first appears on a node."""
     keys = {f"{sr}.sro.dev/{s}": s for s in states}
     ready: dict[str, set[str]] = {s: set() for s in states}
     path = "/api/v1/nodes"  # the bench's cluster has only the nodes it selects
     while not stop.is_set():
         listed = await client.get(path, request_seconds=120)
         for node in listed["items"]:
-            _note(node, keys, ready, curves, started)
+            _note(node, keys, ready, curves, started, steps=steps)
         try:
             async for event in client.watch(
                 path, resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=30
@@ -250,7 +252,7 @@ async def _states_progress(
                 if stop.is_set():
                     return
                 if event.get("type") in ("ADDED", "MODIFIED"):
-                    _note(event["object"], keys, ready, curves, started)
+                    _note(event["object"], keys, ready, curves, started, steps=steps)
         except kube.ApiError as exc:
             if exc.status != 410:
                 raise
@@ -262,6 +264,8 @@ def _note(
     ready: dict[str, set[str]],
     curves: dict[str, list[tuple[float, int]]],
     started: float,
+    *,
+    steps: converge_steps.Steps | None,
 ) -> None:
     name = node["metadata"]["name"]
     labels = node["metadata"].get("labels") or {}
@@ -270,6 +274,8 @@ def _note(
         if now != (name in ready[state]):
             (ready[state].add if now else ready[state].discard)(name)
             curves[state].append((time.monotonic() - started, len(ready[state])))
+            if now and steps is not None:
+                steps.on_label(name, state)
 
 
 class NotReady(TimeoutError):
@@ -281,17 +287,33 @@ class NotReady(TimeoutError):
 
 
 async def converge(
-    client: kube.Kube, body: JSON, *, states: Sequence[str], total: int, within: float
+    client: kube.Kube,
+    body: JSON,
+    *,
+    states: Sequence[str],
+    total: int,
+    within: float,
+    steps: converge_steps.Steps | None = None,
 ) -> tuple[float, dict[str, list[tuple[float, int]]]]:
     """Create the SpecialResource; seconds until it is Ready on ``total`` nodes, and the
-    per-state curves meanwhile."""
+    per-state curves meanwhile; ``steps`` is told of every operand pod and state label."""
     name = body["metadata"]["name"]
+    namespace = (body.get("spec") or {}).get("namespace") or name
     curves: dict[str, list[tuple[float, int]]] = {s: [(0.0, 0)] for s in states}
     stop = asyncio.Event()
     started = time.monotonic()
-    watcher = asyncio.create_task(
-        _states_progress(client, sr=name, states=states, started=started, curves=curves, stop=stop)
-    )
+    watchers = [
+        asyncio.create_task(
+            _states_progress(
+                client, sr=name, states=states, started=started, curves=curves, stop=stop, steps=steps
+            )
+        )
+    ]
+    if steps is not None:
+        pods = f"/api/v1/namespaces/{namespace}/pods"
+        watchers.append(
+            asyncio.create_task(kube.informer(client, pods, steps.on_pod, synced=asyncio.Event()))
+        )
     try:
         await client.create(SR_PATH, body)
         while True:
@@ -304,8 +326,9 @@ async def converge(
             await asyncio.sleep(0.1)
     finally:
         stop.set()
-        watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
 
 
 class KernelDaemonSets:
