@@ -57,8 +57,10 @@ def machine_rows(f: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _beyond(floor: Mapping[str, Any], sro: Mapping[str, Any]) -> str:
     """What sro's run cost the machine beyond the floor's, and the time that much CPU
-    takes at the floor's cores busy: where both runs keep the cores busy, that time is
-    most of the gap, and sro's own CPU is only part of it."""
+    takes at the floor's cores busy. An estimate, not a cause: the simulator's own CPU
+    grows and shrinks with how its work arrives (kwok's fell by a third in a floor given
+    11,000 node label patches besides, which finished no later), so a phase's CPU is not
+    the work it had to do; ``--labelled-floor`` measures what the label writes cost."""
     control = sum(sro["control_plane_cpu"].values()) - sum(floor["control_plane_cpu"].values())
     own = sro["cpu_seconds"]
     busy = sum(floor["control_plane_cpu"].values()) / floor["seconds"]
