@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,10 @@ async def test_the_labelled_floor_patches_each_label_of_each_node_once_and_takes
     assert state is not None
     start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)
     async with kube.Kube(server=state.server, run=run) as client:
-        sent = await converge_floor.label_all(client, nodes, ["state-a", "complete"], concurrency=2)
+        began = time.monotonic()
+        sent = await converge_floor.label_all(client, nodes, ["state-a", "complete"], concurrency=2, over=1.0)
         assert sent == 4
+        assert time.monotonic() - began >= 0.75  # the last of 4 goes out 3/4 of the way through
         for n in nodes:
             labels = _labels(cluster, n)
             assert labels == {

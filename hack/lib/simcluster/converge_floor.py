@@ -195,22 +195,34 @@ LABEL_PREFIX = "floor.sro.dev"
 
 
 async def label_all(
-    client: kube.Kube, nodes: Sequence[str], labels: Sequence[str], *, concurrency: int = 32
+    client: kube.Kube,
+    nodes: Sequence[str],
+    labels: Sequence[str],
+    *,
+    concurrency: int = 32,
+    over: float = 0.0,
 ) -> int:
     """One JSON merge patch per node and label, ``<LABEL_PREFIX>/<label>: ready``, label
     after label over every node, ``concurrency`` at a time: the node writes the contract
     asks of any operator that records each state on each node (a label per state, and
-    ``complete``), sent with no order between them. Returns the patches sent."""
+    ``complete``), with no order between them. With ``over`` (seconds) they are spread
+    evenly over that long, as an operator's come while nodes move through their states,
+    not all at the start. Returns the patches sent."""
     gate = asyncio.Semaphore(concurrency)
+    total = len(nodes) * len(labels)
+    start = time.monotonic()
 
-    async def one(node: str, label: str) -> None:
+    async def one(i: int, node: str, label: str) -> None:
+        if over > 0:
+            await asyncio.sleep(max(0.0, start + over * i / total - time.monotonic()))
         async with gate:
             await client.patch(
                 f"/api/v1/nodes/{node}", {"metadata": {"labels": {f"{LABEL_PREFIX}/{label}": "ready"}}}
             )
 
-    await asyncio.gather(*(one(node, label) for label in labels for node in nodes))
-    return len(nodes) * len(labels)
+    pairs = [(node, label) for label in labels for node in nodes]
+    await asyncio.gather(*(one(i, node, label) for i, (node, label) in enumerate(pairs)))
+    return total
 
 
 async def unlabel_all(

@@ -43,10 +43,10 @@ async def floor(
 ) -> dict[str, Any]:
     """The floor of ``recipe`` as ``sro`` renders it for the SpecialResource in ``sr_file``
     (``after``: each state's predecessors): the chain on one node alone, then every object
-    posted at once. With
-    ``labelled`` (label names: the states and ``complete``) the floor runs a second time
-    with every node given each of those labels in its own patch besides (the *labelled
-    floor*): what the contract's node writes alone add to the control plane's work."""
+    posted at once. With ``labelled`` (label names: the states and ``complete``) the floor
+    runs a second time with every node given each of those labels in its own patch
+    besides, spread over as long as the first took (the *labelled floor*): what the
+    contract's node writes alone add to the control plane's work."""
     objects = [
         converge_floor.without_ordering(o)
         for o in converge_floor.rendered_objects(
@@ -89,7 +89,9 @@ async def floor(
     }
     if labelled:
         nodes = [str(n[converge_floor.HOSTNAME]) for n in labels if converge_floor.HOSTNAME in n]
-        both = await _posted(client, run, objects, labels, within=within, node_labels=(nodes, list(labelled)))
+        both = await _posted(
+            client, run, objects, labels, within=within, node_labels=(nodes, list(labelled)), spread=seconds
+        )
         done = max(both.times.curve[-1][0], both.labelled_seconds)
         figures["labelled"] = {
             "seconds": done,
@@ -98,8 +100,8 @@ async def floor(
             "control_plane_cpu": both.cpu,
         }
         print(
-            f"labelled floor: the same and {both.patches} node label patches, all done in "
-            f"{done:.1f}s (labels {both.labelled_seconds:.1f}s)",
+            f"labelled floor: the same and {both.patches} node label patches spread over "
+            f"{seconds:.0f}s, all done in {done:.1f}s (labels {both.labelled_seconds:.1f}s)",
             flush=True,
         )
     return figures
@@ -128,11 +130,13 @@ async def _posted(
     within: float,
     during: contextlib.AbstractAsyncContextManager[object] | None = None,
     node_labels: tuple[list[str], list[str]] | None = None,
+    spread: float = 0.0,
 ) -> Posted:
     """Post ``objects`` at once, time their pods (on nodes labelled ``labels``) to done,
     then remove it all (``during`` is entered for exactly the timed window). With
     ``node_labels`` (nodes, label names) every node gets each label in its own patch
-    meanwhile (``converge_floor.label_all``), and the CPU is counted until both are done."""
+    meanwhile, spread over ``spread`` seconds (``converge_floor.label_all``), and the CPU
+    is counted until both are done."""
     expected = converge_floor.expected_pods(objects, labels)
     namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
     async with during or contextlib.nullcontext():
@@ -144,7 +148,9 @@ async def _posted(
             )
         )
         labelling = (
-            asyncio.create_task(converge_floor.label_all(client, *node_labels)) if node_labels else None
+            asyncio.create_task(converge_floor.label_all(client, *node_labels, over=spread))
+            if node_labels
+            else None
         )
         posts = await converge_floor.post_all(client, objects)
         patches, labelled_seconds = 0, 0.0
