@@ -88,7 +88,7 @@ async def floor(
         "control_plane_cpu": plain.cpu,
     }
     if labelled:
-        nodes = [str(n[converge_floor.HOSTNAME]) for n in labels if converge_floor.HOSTNAME in n]
+        nodes = [str(n["metadata"]["name"]) for n in listed["items"]]
         both = await _posted(
             client, run, objects, labels, within=within, node_labels=(nodes, list(labelled)), spread=seconds
         )
@@ -147,16 +147,17 @@ async def _posted(
                 client, namespace=namespace, expected=expected, started=started, within=within
             )
         )
-        labelling = (
-            asyncio.create_task(converge_floor.label_all(client, *node_labels, over=spread))
-            if node_labels
-            else None
-        )
+
+        async def labelled() -> tuple[int, float]:
+            """The label patches sent, and when the last was answered."""
+            if node_labels is None:
+                return 0, 0.0
+            sent = await converge_floor.label_all(client, *node_labels, over=spread)
+            return sent, time.monotonic() - started
+
+        labelling = asyncio.create_task(labelled())
         posts = await converge_floor.post_all(client, objects)
-        patches, labelled_seconds = 0, 0.0
-        if labelling is not None:
-            patches = await labelling
-            labelled_seconds = time.monotonic() - started
+        patches, labelled_seconds = await labelling
         times = await waiter
         cpu = daemons.cpu_by_name(run.pids, cpu0)
     # Remove it all before anything else runs: the namespace, then the cluster-scoped objects.

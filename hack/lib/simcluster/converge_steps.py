@@ -22,7 +22,7 @@ what they time, so each figure is at most as late as the bench saw it.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,7 @@ class Steps:
     appeared; ``after``: each state's predecessors (``converge.states_after``)."""
 
     after: Mapping[str, Sequence[str]]
-    clock: Any = time.monotonic
+    clock: Callable[[], float] = time.monotonic
     seen: dict[Key, float] = field(default_factory=dict)
     done: dict[Key, float] = field(default_factory=dict)
     labelled: dict[Key, float] = field(default_factory=dict)

@@ -81,9 +81,33 @@ class Kube:
         params: Mapping[str, str] | None = None,
         request_seconds: float = 30,
     ) -> JSON:
-        aiohttp = _aiohttp()
         data = None if body is None else json.dumps(body)
         headers = {"Content-Type": content_type, "Accept": "application/json"}
+        raw = await self._exchange(
+            method, path, data=data, headers=headers, params=params, request_seconds=request_seconds
+        )
+        return json.loads(raw) if raw else {}
+
+    async def get(self, path: str, **kw: Any) -> JSON:
+        return await self.request("GET", path, **kw)
+
+    async def get_bytes(self, path: str, *, request_seconds: float = 30) -> bytes:
+        """A GET whose answer is not JSON (a profile from ``/debug/pprof``), as it came."""
+        return await self._exchange("GET", path, request_seconds=request_seconds)
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        data: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        request_seconds: float,
+    ) -> bytes:
+        """One request under the client's concurrency bound; the answer's body, or
+        ``ApiError`` for a status of 300 or more."""
+        aiohttp = _aiohttp()
         async with (
             self._limit,
             self.session.request(
@@ -95,27 +119,10 @@ class Kube:
                 timeout=aiohttp.ClientTimeout(total=request_seconds),
             ) as resp,
         ):
-            text = await resp.text()
+            raw = await resp.read()
             if resp.status >= 300:
-                raise ApiError(resp.status, text, method=method, path=path)
-            return json.loads(text) if text else {}
-
-    async def get(self, path: str, **kw: Any) -> JSON:
-        return await self.request("GET", path, **kw)
-
-    async def get_bytes(self, path: str, *, request_seconds: float = 30) -> bytes:
-        """A GET whose answer is not JSON (a profile from ``/debug/pprof``), as it came."""
-        aiohttp = _aiohttp()
-        async with (
-            self._limit,
-            self.session.get(
-                self._server + path, timeout=aiohttp.ClientTimeout(total=request_seconds)
-            ) as resp,
-        ):
-            body = await resp.read()
-            if resp.status >= 300:
-                raise ApiError(resp.status, body.decode(errors="replace"), method="GET", path=path)
-            return body
+                raise ApiError(resp.status, raw.decode(errors="replace"), method=method, path=path)
+            return raw
 
     async def create(self, path: str, body: JSON) -> JSON:
         return await self.request("POST", path, body=body)

@@ -16,7 +16,6 @@ the functions that used the most CPU, flat and with their callees.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,13 +53,17 @@ class Profiler:
         chunks: list[Path] = []
         while not self._stop.is_set():
             path = self._dir / f"{len(chunks):04d}.pprof"
-            with contextlib.suppress(kube.ApiError, TimeoutError):
-                path.write_bytes(
-                    await self._client.get_bytes(
-                        f"/debug/pprof/profile?seconds={CHUNK}", request_seconds=CHUNK + 30
-                    )
+            try:
+                profile = await self._client.get_bytes(
+                    f"/debug/pprof/profile?seconds={CHUNK}", request_seconds=CHUNK + 30
                 )
-                chunks.append(path)
+            except TimeoutError:
+                continue  # one chunk lost to a slow answer; the next may come
+            except kube.ApiError as exc:  # no pprof (a cluster up without --profiling): stop asking
+                print(f"no kube-apiserver profile for {path.parent.name}: {exc.status}", flush=True)
+                break
+            path.write_bytes(profile)
+            chunks.append(path)
         return chunks
 
 
