@@ -9,13 +9,16 @@ kernel group and per node, with the operator's placement injected. Planning
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar, cast
 
 from sro.errors import Location
 from sro.model.logpattern import LogPattern
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, kw_only=True, order=True)
@@ -146,6 +149,40 @@ class DesiredState:
     documents: object = field(default=None, compare=False, repr=False)
     """The rendered documents this state was made from (``sro.render.engine.Memo``), which
     the next render of the same SpecialResource may take again; no part of what is wanted."""
+    derived: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What pure functions elsewhere worked out of this very state, kept with it (``keep``:
+    the planner's split of the build states, the upgrade's revision): the engine hands the
+    same state pass after pass while nothing it was rendered from changed, and at a
+    thousand nodes working those out again took a tenth of an unchanged pass's plan.
+    ``dataclasses.replace`` does not copy it (nor the cached properties): a changed state
+    starts empty."""
+
+    @cached_property
+    def refs(self) -> frozenset[ObjectRef]:
+        """Every object's ref (a pass asks which owned objects are no longer desired)."""
+        return frozenset(o.ref for o in self.objects)
+
+    @cached_property
+    def by_node(self) -> Mapping[str, tuple[DesiredObject, ...]]:
+        """The per-node objects by their node, in ``objects`` order: a pass reads each
+        node's states once for all its objects, not once per object."""
+        grouped: dict[str, list[DesiredObject]] = {}
+        for obj in self.objects:
+            if obj.node is not None:
+                grouped.setdefault(obj.node, []).append(obj)
+        return MappingProxyType({node: tuple(objs) for node, objs in grouped.items()})
+
+    @cached_property
+    def cluster_wide(self) -> tuple[DesiredObject, ...]:
+        """The objects of no node, in ``objects`` order."""
+        return tuple(o for o in self.objects if o.node is None)
+
+    def keep(self, key: str, make: Callable[[DesiredState], _T]) -> _T:
+        """``make(self)``, worked out once for this very state and kept in ``derived``
+        under ``key`` (``make`` must depend on nothing but the state)."""
+        if key not in self.derived:
+            self.derived[key] = make(self)
+        return cast(_T, self.derived[key])
 
     def objects_of(self, state: str) -> tuple[DesiredObject, ...]:
         return tuple(o for o in self.objects if o.state == state)

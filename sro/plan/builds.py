@@ -122,14 +122,24 @@ def inputs_digest(body: Mapping[str, object]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:INPUTS_LENGTH]
 
 
-def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
-    """``wanted`` without build states (and ``after`` edges to them), ``seen`` without the
-    build Jobs' own image answers (a builder image gates no node), and the build specs."""
-    jobs = tuple(o for o in wanted.objects if builds.is_build(o))  # each object asked once, every pass
-    if not jobs:
-        return Split(wanted=wanted, seen=seen)
+@dataclass(frozen=True, kw_only=True)
+class _Parts:
+    """What ``split`` takes of one render: it depends on nothing else, so it is kept with
+    the render (``DesiredState.derived``) and the render pass after pass is split once."""
+
+    wanted: desired.DesiredState
+    jobs: tuple[desired.DesiredObject, ...]
+    support: tuple[desired.DesiredObject, ...]
+    states: frozenset[str]
+
+
+_PARTS = "builds.split"
+_SPECS = "builds.specs"
+
+
+def _parts(wanted: desired.DesiredState) -> _Parts:
+    jobs = tuple(o for o in wanted.objects if builds.is_build(o))
     states = builds.build_states(jobs)
-    specs = specs_of(jobs, checks=seen.images)
     support, rest = [], []
     for obj in wanted.objects:
         if obj.state not in states:
@@ -141,12 +151,34 @@ def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
         for s in wanted.states
         if s.name not in states
     )
+    return _Parts(
+        wanted=dataclasses.replace(wanted, states=kept, objects=tuple(rest)) if jobs else wanted,
+        jobs=jobs,
+        support=tuple(support),
+        states=states,
+    )
+
+
+def split(wanted: desired.DesiredState, seen: observed_.Observed) -> Split:
+    """``wanted`` without build states (and ``after`` edges to them), ``seen`` without the
+    build Jobs' own image answers (a builder image gates no node), and the build specs.
+    The same render gives the same ``Split.wanted`` object, pass after pass."""
+    parts = wanted.keep(_PARTS, _parts)
+    if not parts.jobs:
+        return Split(wanted=wanted, seen=seen)
+    known = parts.wanted.derived.get(_SPECS)
+    if isinstance(known, tuple) and known[0] == seen.images:
+        specs: tuple[Spec, ...] = known[1]
+    else:
+        specs = specs_of(parts.jobs, checks=seen.images)
+        parts.wanted.derived[_SPECS] = (seen.images, specs)
+    states = parts.states
     checks = {key: tuple(c for c in found if c.state not in states) for key, found in seen.images.items()}
     return Split(
-        wanted=dataclasses.replace(wanted, states=kept, objects=tuple(rest)),
+        wanted=parts.wanted,
         seen=dataclasses.replace(seen, images={k: v for k, v in checks.items() if v}),
-        specs=tuple(specs),
-        support=tuple(support),
+        specs=specs,
+        support=parts.support,
     )
 
 

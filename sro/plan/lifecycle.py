@@ -294,13 +294,20 @@ def controller_pod(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
     return pod is not None and pod.owner_kind in observed_.POD_CONTROLLERS
 
 
-def stale_objects(wanted: desired.DesiredState, seen: observed_.Observed) -> tuple[Deletion, ...]:
-    """Owned objects the cluster has that are not desired any more (not already going)."""
-    refs = {o.ref for o in wanted.objects}
+def stale_objects(
+    wanted: desired.DesiredState,
+    seen: observed_.Observed,
+    *,
+    also: Sequence[desired.DesiredObject] = (),
+) -> tuple[Deletion, ...]:
+    """Owned objects the cluster has that are not desired any more (not already going);
+    ``also``: objects desired besides ``wanted``'s (this pass's build Jobs)."""
+    refs = wanted.refs
+    extra = {o.ref for o in also}
     return tuple(
         Deletion(ref=ref, uid=live.uid, reason="no longer desired")
         for ref, live in seen.objects.items()
-        if ref not in refs and not live.deleting and not controller_pod(seen, ref)
+        if ref not in refs and ref not in extra and not live.deleting and not controller_pod(seen, ref)
     )
 
 
@@ -309,18 +316,17 @@ def closed_pods(
 ) -> tuple[Deletion, ...]:
     """Per-node pods of states not open on their node: they run again when it reopens."""
     deletions = []
-    for obj in wanted.objects:
-        if obj.node is None or obj.kind != "Pod":
-            continue
-        states = walked.nodes.get(obj.node, {})
-        if states.get(obj.state, _PENDING).open:
-            continue
-        pod = seen.pod(walked.ref(obj))
-        if pod is None or pod.deleting:
-            continue
-        why = _why_closed(walked.order, states)
-        reason = f"{obj.state} is not open on {obj.node}{why}: its pod runs again when it opens"
-        deletions.append(Deletion(ref=walked.ref(obj), uid=pod.uid, reason=reason))
+    for node, objects in wanted.by_node.items():
+        states = walked.nodes.get(node, {})
+        for obj in objects:
+            if obj.kind != "Pod" or states.get(obj.state, _PENDING).open:
+                continue
+            pod = seen.pod(walked.ref(obj))
+            if pod is None or pod.deleting:
+                continue
+            why = _why_closed(walked.order, states)
+            reason = f"{obj.state} is not open on {node}{why}: its pod runs again when it opens"
+            deletions.append(Deletion(ref=walked.ref(obj), uid=pod.uid, reason=reason))
     return tuple(deletions)
 
 

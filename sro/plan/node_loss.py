@@ -51,6 +51,9 @@ class Remembered:
 
     labels: Mapping[str, str]
     lost_at: datetime | None = None
+    view: object = field(default=None, compare=False, repr=False)
+    """The cached record this was made of: the caches replace a node's record when it
+    changes, so a node handed again as the very same record is judged as before at once."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +138,10 @@ def decide(
     seen = absorbed = released = 0
     for node in current:
         before = remembered.get(node.name)
+        if before is not None and before.view is node and before.lost_at is None:
+            kept[node.name] = before  # the same record as the pass that selected it
+            out.append(node)
+            continue
         missing = () if before is None else _missing(node, before, selector=selector)
         if not missing:
             if before is not None and before.lost_at is not None:
@@ -142,7 +149,11 @@ def decide(
             if node.name in selected:
                 labels = _relevant(node.labels, keys)
                 same = before is not None and before.lost_at is None and before.labels == labels
-                kept[node.name] = before if same and before is not None else Remembered(labels=labels)
+                kept[node.name] = (
+                    replace(before, view=node)
+                    if same and before is not None
+                    else Remembered(labels=labels, view=node)
+                )
             out.append(node)
             continue
         assert before is not None

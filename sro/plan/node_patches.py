@@ -20,6 +20,7 @@ node's ``resourceVersion`` too, for the same reason as taints.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -65,9 +66,19 @@ def owned_taints(node: views.NodeView, sr_name: str) -> tuple[views.Taint, ...]:
     raw = node.annotations.get(taints_annotation(sr_name), "")
     if not raw:
         return ()
+    # Asked of every selected node every pass, and nodes mostly carry one of a few
+    # records (none, the driver-missing taint): a short one is parsed once.
+    return _parsed_short(raw) if len(raw) <= _SHORT else _parsed(raw)
+
+
+_SHORT = 1024
+"""Longest taint record kept parsed (anyone may write a node's annotations)."""
+
+
+def _parsed(raw: str) -> tuple[views.Taint, ...]:
     try:
         items = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # hand-written, or nested past the decoder's depth
         return ()
     if not isinstance(items, list):
         return ()
@@ -78,6 +89,9 @@ def owned_taints(node: views.NodeView, sr_name: str) -> tuple[views.Taint, ...]:
         for t in items
         if isinstance(t, Mapping)
     )
+
+
+_parsed_short = functools.lru_cache(maxsize=64)(_parsed)
 
 
 def label_patch(node: views.NodeView, changes: Mapping[str, str | None]) -> dict[str, Any] | None:

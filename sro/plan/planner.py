@@ -99,32 +99,41 @@ def _to_apply(
     after = {s.name: s.after for s in wanted.states}
     chosen = []
     follow = []
-    for obj in wanted.objects:
-        missing: tuple[str, ...] = ()
-        if obj.node is not None:
-            here = walked.nodes.get(obj.node, {}).get(obj.state, _PENDING)
+    for node, objects in wanted.by_node.items():
+        states = walked.nodes.get(node)
+        if states is None:
+            continue  # walked nowhere: every state Pending there
+        view = seen.nodes.get(node)
+        coming = setting.get(node, {})
+        for obj in objects:
+            here = states.get(obj.state, _PENDING)
             if not here.open:
                 continue
-            if obj.kind == "Pod" and _made(seen, walked.ref(obj)):
-                continue  # made already (most of them, once a node has walked): see below
-            if obj.kind == "Pod" and obj.wait and here.phase is progress.Phase.COMPLETE:
-                continue  # it succeeded there and is gone since (the walk's record): not again
-            node = seen.nodes.get(obj.node)
+            ref = walked.ref(obj)
+            if obj.kind == "Pod":
+                if _made(seen, ref):
+                    continue  # made already (most of them, once a node has walked): see below
+                if obj.wait and here.phase is progress.Phase.COMPLETE:
+                    continue  # it succeeded there and is gone since (the walk's record): not again
+                if ref in seen.objects:
+                    continue  # a pod's spec is immutable: one that must change is deleted, then made again
             # Its labels come first: a pinned pod is refused by a node without them.
-            missing = _missing(wanted.sr_name, node.labels if node else {}, after.get(obj.state, ()))
-            coming = setting.get(obj.node, {})
+            missing = _missing(wanted.sr_name, view.labels if view else {}, after.get(obj.state, ()))
             if any(coming.get(k) != lifecycle.READY_VALUE for k in missing):
                 continue
-        elif obj.state not in opened and obj.state not in started:
+            if missing:
+                follow.append(actions.Follower(obj=obj, labels=missing))
+            else:
+                chosen.append(obj)
+    for obj in wanted.cluster_wide:
+        if obj.state not in opened and obj.state not in started:
             continue
-        elif obj.kind == "Pod" and obj.wait and walked.phase_counts(obj.state).get(progress.Phase.COMPLETE):
-            continue  # it succeeded and is gone since (the walk's record): not again
-        if obj.kind == "Pod" and (walked.ref(obj) in seen.objects or _made(seen, walked.ref(obj))):
-            continue  # a pod's spec is immutable: one that must change is deleted, then made again
-        if missing:
-            follow.append(actions.Follower(obj=obj, labels=missing))
-        else:
-            chosen.append(obj)
+        if obj.kind == "Pod":
+            if obj.wait and walked.phase_counts(obj.state).get(progress.Phase.COMPLETE):
+                continue  # it succeeded and is gone since (the walk's record): not again
+            if walked.ref(obj) in seen.objects or _made(seen, walked.ref(obj)):
+                continue  # a pod's spec is immutable: one that must change is deleted, then made again
+        chosen.append(obj)
 
     def order(o: desired.DesiredObject) -> tuple[int, int, desired.ObjectRef]:
         return (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), walked.ref(o))
@@ -172,8 +181,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
     )
     rollout = upgrade_.plan(wanted, seen, walked, now=now)
-    kept = dataclasses.replace(wanted, objects=(*wanted.objects, *made.apply))
-    stale = images.keep_last_good(lifecycle.stale_objects(kept, seen), verdict)
+    stale = images.keep_last_good(lifecycle.stale_objects(wanted, seen, also=made.apply), verdict)
     stale = tuple(d for d in stale if d.ref not in made.keep)
     retry = pod_retries.retries(wanted, seen, walked, now=now)
     candidates = lifecycle.deletion_order(

@@ -36,10 +36,15 @@ class Retries:
     wake_in: timedelta | None
 
 
+_NONE = Retries(delete=(), records=MappingProxyType({}), wake_in=None)
+
+
 def retries(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk, *, now: datetime
 ) -> Retries:
     """Recreate failed Pods with backoff; a Pod that succeeds forgets its failures."""
+    if not seen.retries and not any(p.phase == "Failed" and not p.deleting for p in seen.pods):
+        return _NONE  # nothing failed and nothing is counted: every pass of a healthy fleet
     delete: list[lifecycle.Deletion] = []
     records: dict[desired.ObjectRef, observed_.Retry] = {}
     wake: list[timedelta] = []

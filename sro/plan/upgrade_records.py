@@ -108,21 +108,24 @@ class Record:
 
 def record(node: views.NodeView, sr_name: str) -> Record:
     """The node's record (an unreadable one reads as none)."""
-    return _parsed(node.annotations.get(annotation(sr_name), ""))
+    text = node.annotations.get(annotation(sr_name), "")
+    # Every node of a pass asks, and most carry none or the same few: a short record is
+    # parsed once (anyone may write a node's annotations, so a long one is not kept).
+    return _parsed_short(text) if len(text) <= _SHORT else _parsed(text)
 
 
 _NONE = Record()
+_SHORT = 2048
+"""Longest record kept parsed; sro's own are a few hundred characters."""
 
 
-@functools.lru_cache(maxsize=4096)
 def _parsed(text: str) -> Record:
-    """A record's annotation read; every node of a pass asks, and most carry none or the
-    same few (the cache keeps the planner from parsing thousands of them every pass)."""
+    """A record's annotation read."""
     if not text:
         return _NONE
     try:
         raw = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # hand-written, or nested past the decoder's depth
         raw = {}
     if not isinstance(raw, dict):
         raw = {}
@@ -138,6 +141,9 @@ def _parsed(text: str) -> Record:
         ),
         rollback_failed=raw.get("rollbackFailed") is True,
     )
+
+
+_parsed_short = functools.lru_cache(maxsize=4096)(_parsed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,7 +208,12 @@ def on_delete(obj: desired.DesiredObject) -> bool:
 
 def revision(wanted: desired.DesiredState) -> str:
     """The revision being rolled out: each upgraded DaemonSet and a hash of its rendered
-    pod template (the same render gives the same revision, whatever the live objects say)."""
+    pod template (the same render gives the same revision, whatever the live objects say;
+    worked out once per render, as every pass asks)."""
+    return wanted.keep("upgrade.revision", _revision)
+
+
+def _revision(wanted: desired.DesiredState) -> str:
     parts = sorted(f"{o.ref.name}@{template_hash(o)}" for o in wanted.objects if on_delete(o))
     text = ",".join(parts)
     if len(text) <= crd_limits.UPGRADE_REVISION_MAX:

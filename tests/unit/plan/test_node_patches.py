@@ -4,7 +4,9 @@ anyone else's lost.
 Covers: the taint patch adds and records sro's taints, removes only recorded ones, and
 gives every other taint back exactly as the node had it (``timeAdded`` included, which the
 API server sets on ``NoExecute`` taints and a rewrite must not drop); a node already right
-needs no patch; ``for_change`` carries labels, annotations and taints in one patch.
+needs no patch; ``for_change`` carries labels, annotations and taints in one patch; a
+taint record anyone wrote badly (not JSON, not a list, nested past the decoder) reads as
+none, and a record reads the same whether short (parsed once) or long.
 """
 
 from __future__ import annotations
@@ -79,3 +81,23 @@ def test_one_patch_carries_labels_annotations_and_taints_and_none_when_nothing_c
         annotations={node_patches.taints_annotation(SR): json.dumps([MINE.to_body()])},
     )
     assert node_patches.for_change(done, change, sr_name=SR) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["", "not json", '{"key": "x"}', "[" * 5000 + "]" * 5000, '[{"key": "a"}, 3, "b"]'],
+)
+def test_an_unreadable_taint_record_counts_as_no_taints_of_sros(raw: str) -> None:
+    found = node_patches.owned_taints(
+        views.NodeView(name="n1", annotations={node_patches.taints_annotation(SR): raw}), SR
+    )
+    assert [t.key for t in found] == (["a"] if raw.startswith('[{"key": "a"}') else [])
+
+
+def test_a_taint_record_reads_the_same_short_or_long_and_read_again() -> None:
+    short = node(recorded=(MINE,))
+    padded = json.dumps([MINE.to_body(), *({"key": f"k{i}", "effect": "NoSchedule"} for i in range(100))])
+    long = views.NodeView(name="n2", annotations={node_patches.taints_annotation(SR): padded})
+    assert node_patches.owned_taints(short, SR) == node_patches.owned_taints(short, SR) == (MINE,)
+    found = node_patches.owned_taints(long, SR)
+    assert len(padded) > 1024 and len(found) == 101 and found[0] == MINE

@@ -469,3 +469,22 @@ def test_a_rollout_is_rolled_back_only_once_no_failed_node_is_left_to_go_back() 
     assert _changes(p)["n01"].labels[LABEL] == upgrade_records.FAILED
     assert p.status["upgrade"]["phase"] == "Halted"  # n01 still goes back: not RolledBack yet
     assert "UpgradeRolledBack" not in [e.reason for e in p.events]
+
+
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", "{" * 3000 + "}" * 3000, '{"phase": 3}'])
+def test_an_unreadable_upgrade_record_reads_as_none(text: str) -> None:
+    rec = upgrade_records.record(views.NodeView(name="n00", annotations={NOTE: text}), SR)
+    assert (rec.phase, rec.revision, rec.cordoned) == ("3" if text == '{"phase": 3}' else "", "", False)
+
+
+def test_an_upgrade_record_reads_the_same_short_or_long() -> None:
+    short = upgrade_records.Record(phase="draining", since="2026-11-22T06:00:00Z", revision=REVISION)
+    long = replace(short, previous={f"ds-{i}": f"hash-{i}" for i in range(200)})
+    for rec in (short, long):
+        text = rec.to_json()
+        read = upgrade_records.record(views.NodeView(name="n00", annotations={NOTE: text}), SR)
+        assert (
+            read == rec
+            and upgrade_records.record(views.NodeView(name="n01", annotations={NOTE: text}), SR) == rec
+        )
+    assert len(long.to_json()) > 2048
