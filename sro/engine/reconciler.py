@@ -235,7 +235,7 @@ class Engine:
             retries=memory.retries,
             drains=memory.drained,
             jobs=memory.jobs,
-            lagging=self._reader.lagging(inputs.watched_kinds(wanted.objects, owned)),
+            lagging=self._reader.lagging(inputs.watched_kinds(wanted.first_of_kind.values(), owned)),
             images={} if checked is None else checked.images,
             rechecked=memory.rechecked,
             preflight=expected,

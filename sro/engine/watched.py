@@ -21,10 +21,7 @@ log = structlog.get_logger(__name__)
 async def ensure(kinds: ports.Kinds, wanted: desired.DesiredState) -> list[outcomes.Failure]:
     """Start the watches ``wanted`` needs; a failure per kind that cannot be watched."""
     failures = []
-    first: dict[tuple[str, str], desired.DesiredObject] = {}
-    for obj in wanted.objects:
-        first.setdefault((obj.ref.api_version, obj.ref.kind), obj)
-    for (api_version, kind), obj in sorted(first.items()):
+    for (api_version, kind), obj in sorted(wanted.first_of_kind.items()):
         try:
             await kinds.ensure_watched(api_version, kind)
         except errors.SroError as exc:

@@ -173,6 +173,14 @@ class DesiredState:
         return MappingProxyType({node: tuple(objs) for node, objs in grouped.items()})
 
     @cached_property
+    def first_of_kind(self) -> Mapping[tuple[str, str], DesiredObject]:
+        """The first object of each (apiVersion, kind): the kinds a pass must watch."""
+        first: dict[tuple[str, str], DesiredObject] = {}
+        for obj in self.objects:
+            first.setdefault((obj.ref.api_version, obj.ref.kind), obj)
+        return MappingProxyType(first)
+
+    @cached_property
     def cluster_wide(self) -> tuple[DesiredObject, ...]:
         """The objects of no node, in ``objects`` order."""
         return tuple(o for o in self.objects if o.node is None)
