@@ -321,12 +321,13 @@ def closed_pods(
         for obj in objects:
             if obj.kind != "Pod" or states.get(obj.state, _PENDING).open:
                 continue
-            pod = seen.pod(walked.ref(obj))
+            ref = walked.ref(obj)
+            pod = seen.pod(ref)
             if pod is None or pod.deleting:
                 continue
             why = _why_closed(walked.order, states)
             reason = f"{obj.state} is not open on {node}{why}: its pod runs again when it opens"
-            deletions.append(Deletion(ref=walked.ref(obj), uid=pod.uid, reason=reason))
+            deletions.append(Deletion(ref=ref, uid=pod.uid, reason=reason))
     return tuple(deletions)
 
 
