@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from sro import errors
-from sro.model import desired, progress, views
+from sro.model import desired, progress, records, views
 from sro.plan import node_patches, walk_memo
 from sro.plan import observed as observed_
 
@@ -239,10 +238,7 @@ def upgrade_annotation(sr_name: str) -> str:
 
 def cordoned_by_sro(node: views.NodeView, sr_name: str) -> bool:
     """Whether the node's upgrade record says sro cordoned it (and it still is)."""
-    try:
-        record = json.loads(node.annotations.get(upgrade_annotation(sr_name), "") or "{}")
-    except ValueError:
-        return False
+    record = records.loads(node.annotations.get(upgrade_annotation(sr_name), "") or "{}")
     return node.unschedulable and isinstance(record, dict) and record.get("cordoned") is True
 
 

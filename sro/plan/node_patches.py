@@ -20,14 +20,13 @@ node's ``resourceVersion`` too, for the same reason as taints.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import views
+from sro.model import records, views
 
 TAINTS_ANNOTATION_PREFIX = "sro.dev/taints."
 
@@ -66,20 +65,11 @@ def owned_taints(node: views.NodeView, sr_name: str) -> tuple[views.Taint, ...]:
     raw = node.annotations.get(taints_annotation(sr_name), "")
     if not raw:
         return ()
-    # Asked of every selected node every pass, and nodes mostly carry one of a few
-    # records (none, the driver-missing taint): a short one is parsed once.
-    return _parsed_short(raw) if len(raw) <= _SHORT else _parsed(raw)
+    return _parsed(raw)
 
 
-_SHORT = 1024
-"""Longest taint record kept parsed (anyone may write a node's annotations)."""
-
-
-def _parsed(raw: str) -> tuple[views.Taint, ...]:
-    try:
-        items = json.loads(raw)
-    except (ValueError, RecursionError):  # hand-written, or nested past the decoder's depth
-        return ()
+def _read(raw: str) -> tuple[views.Taint, ...]:
+    items = records.loads(raw)
     if not isinstance(items, list):
         return ()
     return tuple(
@@ -91,7 +81,8 @@ def _parsed(raw: str) -> tuple[views.Taint, ...]:
     )
 
 
-_parsed_short = functools.lru_cache(maxsize=64)(_parsed)
+# Nodes mostly carry one of a few records (none, the driver-missing taint).
+_parsed = records.short_cached(_read, longest=1024, size=64)
 
 
 def label_patch(node: views.NodeView, changes: Mapping[str, str | None]) -> dict[str, Any] | None:

@@ -20,7 +20,6 @@ Kept apart from the walk so the rollback (``upgrade_rollback``) and the status
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from sro.model import crd_limits, desired, views
+from sro.model import crd_limits, desired, records, views
 from sro.plan import lifecycle
 from sro.plan import observed as observed_
 
@@ -108,25 +107,17 @@ class Record:
 
 def record(node: views.NodeView, sr_name: str) -> Record:
     """The node's record (an unreadable one reads as none)."""
-    text = node.annotations.get(annotation(sr_name), "")
-    # Every node of a pass asks, and most carry none or the same few: a short record is
-    # parsed once (anyone may write a node's annotations, so a long one is not kept).
-    return _parsed_short(text) if len(text) <= _SHORT else _parsed(text)
+    return _parsed(node.annotations.get(annotation(sr_name), ""))
 
 
 _NONE = Record()
-_SHORT = 2048
-"""Longest record kept parsed; sro's own are a few hundred characters."""
 
 
-def _parsed(text: str) -> Record:
+def _read(text: str) -> Record:
     """A record's annotation read."""
     if not text:
         return _NONE
-    try:
-        raw = json.loads(text)
-    except (ValueError, RecursionError):  # hand-written, or nested past the decoder's depth
-        raw = {}
+    raw = records.loads(text)
     if not isinstance(raw, dict):
         raw = {}
     previous = raw.get("previous")
@@ -143,7 +134,9 @@ def _parsed(text: str) -> Record:
     )
 
 
-_parsed_short = functools.lru_cache(maxsize=4096)(_parsed)
+# Every node of a pass asks, and most carry none or the same few (sro's own records are
+# a few hundred characters).
+_parsed = records.short_cached(_read, longest=2048, size=4096)
 
 
 @dataclass(frozen=True, kw_only=True)

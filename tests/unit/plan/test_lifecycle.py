@@ -161,6 +161,17 @@ def test_a_node_with_only_one_record_left_still_carries_the_special_resource_and
     assert patch == {"metadata": {"annotations": {annotation: None}}}
 
 
+def test_an_upgrade_record_nested_past_the_decoder_is_stripped_and_the_cordon_left_to_its_owner() -> None:
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError, not ValueError
+    cordoned = views.NodeView(
+        name="n1", unschedulable=True, annotations={lifecycle.upgrade_annotation(SR): deep}
+    )
+    assert not lifecycle.cordoned_by_sro(cordoned, SR)
+    (change,) = lifecycle.strip_nodes(SR, [cordoned])
+    assert change.annotations == {lifecycle.upgrade_annotation(SR): None}
+    assert change.unschedulable is None  # no record of sro's cordon: not sro's to undo
+
+
 def test_the_node_marks_are_every_annotation_of_the_special_resource_and_no_other() -> None:
     marks = lifecycle.node_marks(SR)
     assert len(set(marks)) == 4
