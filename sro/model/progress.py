@@ -81,6 +81,8 @@ class Walk:
         return self.nodes.get(node, {}).get(state, PENDING)
 
     def open_anywhere(self, state: str) -> bool:
+        if self.phases:  # counted while walking: no walk over every node again
+            return any(n for phase, n in self.phases.get(state, {}).items() if phase is not Phase.PENDING)
         return any(states[state].open for states in self.nodes.values())
 
     def complete_states(self, node: str) -> tuple[str, ...]:

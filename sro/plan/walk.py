@@ -18,7 +18,7 @@ remembers of a node between passes, ``sro.plan.walk_memo``'s.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sro import errors
 from sro.model import desired, progress
@@ -88,8 +88,8 @@ def walk(
     judge = judge_.Judge(wanted, seen, indexed, upgrading)
     logs: set[progress.LogRequest] = set()
     matched: dict[str, tuple[str, ...]] = {}
-    nodes: dict[str, dict[str, progress.NodeState]] = {}
-    phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
+    nodes: dict[str, Mapping[str, progress.NodeState]] = {}
+    counted: Counter[tuple[str, progress.Phase]] = Counter()  # (state, phase) -> nodes
     # Frozen, so one of each serves every node: a reset, and a wait on each state.
     was_reset = progress.NodeState(phase=progress.Phase.PENDING, reason=RESET_REASON)
     waiting_for = {
@@ -117,9 +117,8 @@ def walk(
             logs.update(known.logs)
             if known.matched:
                 matched[node] = known.matched
-            for state, ns in known.states.items():
-                phases[state][ns.phase] += 1
-            nodes[node] = dict(known.states)
+            counted.update(known.phases)
+            nodes[node] = known.states  # read-only from here on: shared, not copied
             continue
         states: dict[str, progress.NodeState] = {}
         needed: list[progress.LogRequest] = []
@@ -143,12 +142,14 @@ def walk(
         uids = tuple(sorted(set(found)))
         if uids:
             matched[node] = uids
-        remembered[node] = walk_memo.Remembered(
-            key=key, states=dict(states), logs=tuple(needed), matched=uids
+        remembered[node] = found_here = walk_memo.Remembered(
+            key=key, states=states, logs=tuple(needed), matched=uids
         )
-        for state, ns in states.items():
-            phases[state][ns.phase] += 1
+        counted.update(found_here.phases)
         nodes[node] = states
+    phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
+    for (state, phase), count in counted.items():
+        phases[state][phase] = count
     memo = walk_memo.Memo(
         objects=wanted.objects, key=pass_key, nodes=remembered, index=indexed, logs=seen.logs,
         answers=seen.node_answers, finished=seen.finished,

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import MappingProxyType
 
 from sro.model import desired, progress, views
@@ -68,6 +69,12 @@ class Remembered:
     states: Mapping[str, progress.NodeState]
     logs: tuple[progress.LogRequest, ...]
     matched: tuple[str, ...] = ()  # ``progress.Walk.matched``
+
+    @cached_property
+    def phases(self) -> tuple[tuple[str, progress.Phase], ...]:
+        """Each state with its phase here: what the walk counts of a node it reuses, pass
+        after pass (a ``Counter`` counts a tuple at C speed, not a state at a time)."""
+        return tuple((state, ns.phase) for state, ns in self.states.items())
 
 
 def same(a: Sequence[desired.DesiredObject], b: Sequence[desired.DesiredObject]) -> bool:
