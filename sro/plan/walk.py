@@ -89,7 +89,7 @@ def walk(
     logs: set[progress.LogRequest] = set()
     matched: dict[str, tuple[str, ...]] = {}
     nodes: dict[str, Mapping[str, progress.NodeState]] = {}
-    counted: Counter[tuple[str, progress.Phase]] = Counter()  # (state, phase) -> nodes
+    pairs: list[tuple[str, progress.Phase]] = []  # (state, phase) of every node, counted at the end
     # Frozen, so one of each serves every node: a reset, and a wait on each state.
     was_reset = progress.NodeState(phase=progress.Phase.PENDING, reason=RESET_REASON)
     waiting_for = {
@@ -117,7 +117,7 @@ def walk(
             logs.update(known.logs)
             if known.matched:
                 matched[node] = known.matched
-            counted.update(known.phases)
+            pairs.extend(known.phases)
             nodes[node] = known.states  # read-only from here on: shared, not copied
             continue
         states: dict[str, progress.NodeState] = {}
@@ -145,10 +145,10 @@ def walk(
         remembered[node] = found_here = walk_memo.Remembered(
             key=key, states=states, logs=tuple(needed), matched=uids
         )
-        counted.update(found_here.phases)
+        pairs.extend(found_here.phases)
         nodes[node] = states
     phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
-    for (state, phase), count in counted.items():
+    for (state, phase), count in Counter(pairs).items():
         phases[state][phase] = count
     memo = walk_memo.Memo(
         objects=wanted.objects, key=pass_key, nodes=remembered, index=indexed, logs=seen.logs,

@@ -73,7 +73,7 @@ class Remembered:
     @cached_property
     def phases(self) -> tuple[tuple[str, progress.Phase], ...]:
         """Each state with its phase here: what the walk counts of a node it reuses, pass
-        after pass (a ``Counter`` counts a tuple at C speed, not a state at a time)."""
+        after pass (one ``Counter`` counts them all at C speed, not a state at a time)."""
         return tuple((state, ns.phase) for state, ns in self.states.items())
 
 
