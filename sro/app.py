@@ -117,6 +117,10 @@ class _Reader:
     def pods(self, namespace: str) -> Sequence[views.PodView]:
         return self._m.pods.values(namespace=namespace)
 
+    def pod(self, namespace: str, name: str) -> views.PodView | None:
+        found: views.PodView | None = self._m.pods.find(name, namespace=namespace)
+        return found
+
     def pods_gone(self, since: int | None) -> tuple[int, Sequence[views.PodView]]:
         return self._m.pods.gone_since(since)
 

@@ -10,14 +10,14 @@ a pass updates its part here, so what outlives a pass is read in one place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 from sro.cache import store as store_
 from sro.engine import compute, execute, ports
-from sro.model import desired, views
+from sro.model import desired
 from sro.model import specialresource as sr_model
-from sro.plan import actions, finish, inputs, node_loss, walk_memo
+from sro.plan import actions, finish, inputs, node_loss, pods_seen, walk_memo
 from sro.plan import observed as observed_
 
 DELETED_KEPT = 16_384
@@ -43,20 +43,39 @@ class Memory:
     walked: walk_memo.Memo = walk_memo.EMPTY  # what the last walk may hand the next
     walk_cursors: tuple[store_.Cursor, store_.Cursor] | None = None  # the caches ``walked`` read
     node_answers: dict[str, observed_.NodeAnswer] = field(default_factory=dict)  # what node patches returned
-    pod_records: observed_.PodRecords = field(default_factory=dict)  # owned bare pods as last observed
+    pods: pods_seen.PodsSeen | None = None  # the operand namespace's pods as last read
+    pods_cursors: tuple[store_.Cursor, store_.Cursor] | None = None  # the caches ``pods`` read
     gone_cursor: int | None = None  # how far the pods cache's log of succeeded pods gone was read
     deleted: dict[str, None] = field(default_factory=dict)  # uids of pods sro deleted, oldest first
     proven: frozenset[desired.ObjectRef] = frozenset()  # proofs of pods gone the last plan handed on
     pruned_for: desired.DesiredState | None = None  # the render ``sent`` was last pruned to
 
+    def pods_seen(
+        self, reader: ports.Reader, sr: sr_model.SpecialResource, *, owners: frozenset[str]
+    ) -> pods_seen.PodsSeen:
+        """The operand namespace's pods for this pass: the last pass's read patched with
+        the pods the cache changed since, or read afresh when the cache's journal cannot
+        say (the first pass, a journal overrun, another store after a restart of it) or
+        the SpecialResource moved to another namespace."""
+        at = reader.cursors()
+        since = reader.changed_since(self.pods_cursors)[1] if self.pods_cursors is not None else None
+        if self.pods is None or since is None or not self.pods.fits(sr):
+            read = pods_seen.read(reader.pods(sr.spec.namespace), sr=sr, owners=owners)
+        else:
+            read = pods_seen.patched(
+                self.pods, sr=sr, owners=owners, changed=since.keys, find=lambda key: reader.pod(*key)
+            )
+        self.pods, self.pods_cursors = read, at
+        return read
+
     def finished(
-        self, reader: ports.Reader, sr: sr_model.SpecialResource, *, live: Sequence[views.PodView]
+        self, reader: ports.Reader, sr: sr_model.SpecialResource, *, live: Container[tuple[str, str]]
     ) -> frozenset[desired.ObjectRef]:
         """``Observed.finished`` for this pass: the pods the cache saw succeed and go since
         the last read (none on the first pass of this memory: older news was read by a pass
         of another process, or concerns an earlier life of the node), and the proofs the
         last plan handed on (``Plan.finished``) whose pod was not made again since (``live``:
-        the pods of its namespace this pass reads)."""
+        the (namespace, name) of each pod of its namespace this pass reads)."""
         self.gone_cursor, gone = reader.pods_gone(self.gone_cursor)
         if not gone and not self.proven:
             return frozenset()
@@ -75,8 +94,7 @@ class Memory:
         )
 
     def observed(self, seen: observed_.Observed) -> None:
-        """After observing: keep the pod records, and log tails of pods that still exist."""
-        self.pod_records = seen.pod_records
+        """After observing: keep the log tails of pods that still exist."""
         live_uids = {p.uid for p in seen.pods}
         self.logs = {uid: tails for uid, tails in self.logs.items() if uid in live_uids}
 

@@ -39,6 +39,8 @@ class Reader(Protocol):
 
     def pods(self, namespace: str) -> Sequence[views.PodView]: ...
 
+    def pod(self, namespace: str, name: str) -> views.PodView | None: ...
+
     def pods_gone(self, since: int | None) -> tuple[int, Sequence[views.PodView]]:
         """Pods deleted after they succeeded since the cursor ``since`` (any namespace), and
         the cursor for next time; None: from now on (``cache.store.Store.gone_since``)."""

@@ -42,7 +42,7 @@ from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import actions, finish, inputs, node_loss, outcomes, planner, pod_security
+from sro.plan import actions, finish, inputs, node_loss, outcomes, planner, pod_security, pods_seen
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -221,14 +221,16 @@ class Engine:
         owned = self._reader.owned(sr.name)
         mine, foreign = inputs.partition(owned, sr.uid)
         await self._report.foreign(sr, foreign)
-        namespace_pods = self._reader.pods(sr.spec.namespace)
+        pods = memory.pods_seen(
+            self._reader, sr, owners=pods_seen.owner_uids(inputs.live_objects(mine).values())
+        )
         pods_at = self._reader.cursors()[1]
         seen = inputs.observe(
             sr,
             wanted=wanted,
             nodes=nodes,
             owned=owned,
-            namespace_pods=namespace_pods,
+            pods=pods,
             previous=previous,
             recipe_source=str(recipe.source),
             logs=dict(memory.logs),
@@ -242,8 +244,7 @@ class Engine:
             walk_memo=memory.walked,
             touched=memory.touched(self._reader),
             node_answers=memory.node_answers,
-            pod_records=memory.pod_records,
-            finished=memory.finished(self._reader, sr, live=namespace_pods),
+            finished=memory.finished(self._reader, sr, live=pods.pods),
         )
         memory.observed(seen)
         planned = await compute.plan(wanted, seen, now=now)

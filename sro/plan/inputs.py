@@ -11,7 +11,8 @@ be read in one place:
   SpecialResource: a ``<sr>.sro.dev/`` label, its kernel annotation or its taint record;
 * the observed objects are the cached objects labelled ``sro.dev/owner: <sr>`` (minus
   controller-made pods), and the pods are the owned pods plus the pods in the operand
-  namespace that belong to an owned DaemonSet.
+  namespace that belong to an owned DaemonSet or Job (``sro.plan.pods_seen`` reads them,
+  and patches what it read from pass to pass).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from sro.cache import projections
 from sro.model import desired, selection, views
 from sro.model import specialresource as sr_model
-from sro.plan import conflicts, dependencies, finish, lifecycle
+from sro.plan import conflicts, dependencies, finish, lifecycle, pods_seen
 from sro.plan import observed as observed_
 from sro.plan import walk_memo as walk_memo_
 
@@ -153,23 +154,11 @@ def live_objects(owned: Iterable[projections.ObjectView]) -> Mapping[desired.Obj
     return MappingProxyType(out)
 
 
-def owned_pods(pods: Iterable[views.PodView], *, sr_name: str, sr_uid: str = "") -> tuple[views.PodView, ...]:
-    """Bare pods this SpecialResource made (per-node pods): owner label, no controller of
-    another kind, and (given ``sr_uid``) the SpecialResource itself as their controller."""
-    return tuple(
-        p
-        for p in pods
-        if p.labels.get(sr_model.OWNER_LABEL) == sr_name
-        and p.owner_kind not in observed_.POD_CONTROLLERS
-        and (not sr_uid or p.owner_uid == sr_uid)
-    )
-
-
 def finished_pods(
     gone: Iterable[views.PodView],
     *,
     sr: sr_model.SpecialResource,
-    live: Iterable[views.PodView],
+    live: Container[tuple[str, str]],
     deleted: Container[str],
     proven: frozenset[desired.ObjectRef] = frozenset(),
 ) -> frozenset[desired.ObjectRef]:
@@ -177,50 +166,13 @@ def finished_pods(
     (``gone``, the cache's log), ``sr``'s own bare pods in its namespace that sro did not
     delete itself (``deleted``: uids; a pod sro deleted was closed, its proof withdrawn),
     and the proofs the last plan handed on (``proven``, ``Plan.finished``); of both, those
-    not made again since (no ``live`` pod of the name)."""
-    names = {(p.namespace, p.name) for p in live}
+    not made again since (no ``live`` pod of the name: (namespace, name))."""
     fresh = (
         desired.ObjectRef(api_version="v1", kind="Pod", namespace=p.namespace, name=p.name)
-        for p in owned_pods(gone, sr_name=sr.name, sr_uid=sr.uid)
-        if p.namespace == sr.spec.namespace and p.uid not in deleted
+        for p in gone
+        if p.namespace == sr.spec.namespace and p.uid not in deleted and pods_seen.is_bare(p, sr)
     )
-    return frozenset(ref for ref in (*fresh, *proven) if (ref.namespace, ref.name) not in names)
-
-
-def pod_objects(
-    pods: Iterable[views.PodView], *, last: observed_.PodRecords = MappingProxyType({})
-) -> tuple[Mapping[desired.ObjectRef, observed_.LiveObject], observed_.PodRecords]:
-    """Owned bare pods as owned objects, so the planner can delete those no longer desired,
-    and the records for the next pass: a pod whose cached record is the one ``last`` made
-    its object of keeps that object (the cache replaces a pod's record when it changes)."""
-    out: dict[desired.ObjectRef, observed_.LiveObject] = {}
-    records: dict[int, tuple[views.PodView, observed_.LiveObject]] = {}
-    for p in pods:
-        known = last.get(id(p))
-        if known is not None and known[0] is p:
-            live = known[1]
-        else:
-            ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=p.namespace, name=p.name)
-            live = observed_.LiveObject(ref=ref, uid=p.uid, phase=p.phase, deleting=p.deleting)
-        out[live.ref] = live
-        records[id(p)] = (p, live)  # the record in the tuple keeps its id from being reused
-    return out, MappingProxyType(records)
-
-
-def relevant_pods(
-    pods: Iterable[views.PodView], *, owned: Mapping[desired.ObjectRef, observed_.LiveObject], sr_name: str
-) -> tuple[views.PodView, ...]:
-    """Owned bare pods and the pods of owned DaemonSets and Jobs (build logs), by owner uid (a
-    recreated DaemonSet's old pods do not count for the new one)."""
-    owner_uids = {live.uid for live in owned.values() if live.ref.kind in ("DaemonSet", "Job")}
-    pods = tuple(pods)
-    bare = {(ref.namespace, ref.name) for ref in owned if ref.kind == "Pod"}
-    return tuple(
-        p
-        for p in pods
-        if (p.owner_kind in ("DaemonSet", "Job") and p.owner_uid in owner_uids)
-        or (p.namespace, p.name) in bare
-    )
+    return frozenset(ref for ref in (*fresh, *proven) if (ref.namespace, ref.name) not in live)
 
 
 def _controller_kind(body: Mapping[str, Any]) -> str:
@@ -258,7 +210,7 @@ def observe(
     wanted: desired.DesiredState,
     nodes: Iterable[views.NodeView],
     owned: Iterable[projections.ObjectView],
-    namespace_pods: Iterable[views.PodView],
+    pods: pods_seen.PodsSeen,
     previous: Mapping[str, Any],
     recipe_source: str,
     logs: Mapping[str, Mapping[str, str]] = MappingProxyType({}),
@@ -272,11 +224,11 @@ def observe(
     walk_memo: walk_memo_.Memo = walk_memo_.EMPTY,
     touched: walk_memo_.Touched | None = None,
     node_answers: Mapping[str, observed_.NodeAnswer] = MappingProxyType({}),
-    pod_records: observed_.PodRecords = MappingProxyType({}),
     finished: frozenset[desired.ObjectRef] = frozenset(),
 ) -> observed_.Observed:
     """The managed pass's ``Observed``, from what the caches hand out (and ``images``,
-    what the registry said of each kernel group's images).
+    what the registry said of each kernel group's images; ``pods``, the operand
+    namespace's pods as ``pods_seen`` read them for ``owned``'s DaemonSets and Jobs).
 
     The operand namespace is sro's but not the recipe's: the planner must not see it as an
     object no longer desired (teardown sees it and deletes it last).
@@ -285,17 +237,14 @@ def observe(
     selected = frozenset(wanted.nodes)
     owned = tuple(owned)
     mine = [v for v in partition(owned, sr.uid)[0] if v.ref != namespace_ref(sr)]
-    namespace_pods = tuple(namespace_pods)
-    bare = owned_pods(namespace_pods, sr_name=sr.name, sr_uid=sr.uid)
-    made, records = pod_objects(bare, last=pod_records)
-    objects = {**live_objects(mine), **made}
+    objects = {**live_objects(mine), **pods.bare}
     return observed_.Observed(
         generation=sr.generation,
         revisions=revisions(owned, objects),
         nodes={n.name: n for n in nodes if n.name in selected},
         departed=departed(sr.name, nodes, selected=selected),
         objects=objects,
-        pods=relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
+        pods=tuple(pods.relevant.values()),
         logs=logs,
         retries=retries,
         previous_status=previous,
@@ -311,7 +260,6 @@ def observe(
         walk_memo=walk_memo,
         touched=touched,
         node_answers=node_answers,
-        pod_records=records,
         finished=finished,
     )
 
@@ -327,15 +275,14 @@ def observe_teardown(
 ) -> observed_.Observed:
     """Teardown's ``Observed``: every owned object (the namespace too) and every node
     carrying anything of this SpecialResource, whatever selects it now."""
-    namespace_pods = tuple(namespace_pods)
-    bare = owned_pods(namespace_pods, sr_name=sr.name, sr_uid=sr.uid)
-    objects = {**live_objects(partition(owned, sr.uid)[0]), **pod_objects(bare)[0]}
+    live = live_objects(partition(owned, sr.uid)[0])
+    pods = pods_seen.read(namespace_pods, sr=sr, owners=pods_seen.owner_uids(live.values()))
     return observed_.Observed(
         generation=sr.generation,
         nodes={},
         departed=carrying(sr.name, nodes, sr_taints(sr)),
-        objects=objects,
-        pods=relevant_pods(namespace_pods, owned=objects, sr_name=sr.name),
+        objects={**live, **pods.bare},
+        pods=tuple(pods.relevant.values()),
         previous_status=previous,
         taints=sr_taints(sr),
         lagging=lagging,

@@ -206,8 +206,6 @@ class Preflight:
 
 
 NO_PREFLIGHT = Preflight()
-PodRecords = Mapping[int, tuple[views.PodView, LiveObject]]
-"""What a pass made of each owned bare pod, by the id of the pod's cached record."""
 _NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
 _NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
@@ -293,9 +291,6 @@ class Observed:
     """What the node and pod caches changed since ``walk_memo``'s pass (the engine's
     journal of its stores): the walk builds the key only of the nodes it concerns
     (``sro.plan.walk_touched``). None: not known; every node's key is built."""
-    pod_records: PodRecords = field(default_factory=dict)
-    """The object each owned bare pod was made, by the id of its cached record (engine
-    memory, like ``walk_memo``): the next pass reuses it for a pod that did not change."""
     node_answers: Mapping[str, NodeAnswer] = field(default_factory=dict)
     """What sro's last patch of each node returned, this process (engine memory): a cached
     node older than that does not show sro's own last write yet."""

@@ -78,7 +78,8 @@ def read(
     memory: memory_.Memory, reader: Reader, sr: sr_model.SpecialResource
 ) -> frozenset[desired.ObjectRef]:
     """What a pass hands the planner: the log read against the pods the pass reads."""
-    return memory.finished(reader, sr, live=reader.pods(sr.spec.namespace))  # type: ignore[arg-type]
+    live = {(p.namespace, p.name) for p in reader.pods(sr.spec.namespace)}
+    return memory.finished(reader, sr, live=live)  # type: ignore[arg-type]
 
 
 def ref(name: str) -> desired.ObjectRef:

@@ -18,7 +18,7 @@ import pytest
 from sro.cache import projections
 from sro.model import desired
 from sro.model import specialresource as sr_model
-from sro.plan import inputs, planner
+from sro.plan import inputs, planner, pods_seen
 
 pytestmark = pytest.mark.unit
 
@@ -75,7 +75,7 @@ def test_labelled_objects_without_the_reference_are_never_planned_for_deletion()
         wanted=nothing,
         nodes=(),
         owned=[mine, tenant],
-        namespace_pods=(),
+        pods=pods_seen.read((), sr=SR, owners=frozenset()),
         previous={},
         recipe_source="built-in",
     )
@@ -142,7 +142,13 @@ def test_controller_revisions_of_sros_daemonsets_are_history_never_owned_objects
         sr_name="gpu", namespace="gpu", recipe="gpu", states=(), objects=(), nodes=(), kernel_groups={}
     )
     seen = inputs.observe(
-        SR, wanted=nothing, nodes=(), owned=owned, namespace_pods=(), previous={}, recipe_source="built-in"
+        SR,
+        wanted=nothing,
+        nodes=(),
+        owned=owned,
+        pods=pods_seen.read((), sr=SR, owners=frozenset()),
+        previous={},
+        recipe_source="built-in",
     )
     assert set(seen.objects) == {ds.ref}  # the DaemonSet controller's, never deleted by sro
     assert [(r.hash, r.number) for r in seen.revisions] == [("abc", 1), ("def", 2)]

@@ -1,0 +1,190 @@
+"""The operand namespace's pods a pass reads (``Memory.pods_seen``): patched from the pod
+cache's journal pass after pass, always equal to reading every pod again.
+
+Real stores, fed as the reflector feeds them (upserts, deletions, a relist), and a real
+projection; the reader is the engine's port over them. Covers: any sequence of pod
+changes, owner changes and passes gives what a fresh read gives; an unchanged bare pod
+keeps its owned object (the walk compares by identity); a journal the pass fell behind
+(a new store after a restart of it) is read afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sro.cache import indexes, projections, store
+from sro.engine import memory as memory_
+from sro.model import specialresource as sr_model
+from sro.model import views
+from sro.plan import pods_seen
+
+pytestmark = pytest.mark.unit
+
+NS = "gpu-ops"
+SR_UID = "sr-uid"
+OWNERS = ("ds-a", "ds-b", "job-c")
+
+
+def special_resource(namespace: str = NS) -> sr_model.SpecialResource:
+    return sr_model.parse(
+        {
+            "apiVersion": "sro.dev/v1alpha1",
+            "kind": "SpecialResource",
+            "metadata": {"name": "gpu", "uid": SR_UID, "generation": 1},
+            "spec": {"recipe": "nvidia-gpu", "namespace": namespace},
+        }
+    )
+
+
+def new_store() -> store.Store[views.PodView]:
+    return store.Store(
+        resource="pods",
+        project=projections.pod,
+        indexers=indexes.for_kind("v1", "Pod"),
+        keep_gone=projections.kept_when_gone("v1", "Pod"),
+        journal_index=indexes.journal_for("v1", "Pod"),
+    )
+
+
+class Reader:
+    """The engine's reads of pods (``engine.ports.Reader``), over a real store."""
+
+    def __init__(self, pods: store.Store[views.PodView]) -> None:
+        self.store = pods
+        self.nodes = new_store()  # the node cursor is read beside the pod cursor
+
+    def pods(self, namespace: str) -> Sequence[views.PodView]:
+        return self.store.values(namespace=namespace)
+
+    def pod(self, namespace: str, name: str) -> views.PodView | None:
+        return self.store.find(name, namespace=namespace)
+
+    def cursors(self) -> tuple[store.Cursor, store.Cursor]:
+        return (self.nodes.cursor, self.store.cursor)
+
+    def changed_since(
+        self, cursors: tuple[store.Cursor, store.Cursor]
+    ) -> tuple[store.Since | None, store.Since | None]:
+        return (self.nodes.changed_since(cursors[0]), self.store.changed_since(cursors[1]))
+
+
+_versions = iter(range(1, 10**9))
+
+
+def body(name: str, *, ns: str, kind: str, owner: str, phase: str, labelled: bool) -> dict[str, Any]:
+    """A pod as the API server sends it: owned by the SpecialResource, or by one of
+    ``OWNERS`` (kind ``kind``), with the owner label or without."""
+    version = str(next(_versions))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"{name}-{version}",
+            "resourceVersion": version,
+            "labels": {"sro.dev/owner": "gpu"} if labelled else {},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": kind, "name": owner, "uid": owner, "controller": True}
+            ],
+        },
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": phase},
+    }
+
+
+def fresh(reader: Reader, sr: sr_model.SpecialResource, owners: frozenset[str]) -> pods_seen.PodsSeen:
+    return pods_seen.read(reader.pods(sr.spec.namespace), sr=sr, owners=owners)
+
+
+def assert_same(a: pods_seen.PodsSeen, b: pods_seen.PodsSeen) -> None:
+    assert dict(a.pods) == dict(b.pods)
+    assert dict(a.bare) == dict(b.bare)
+    assert dict(a.relevant) == dict(b.relevant)
+    assert (a.namespace, a.sr_uid, a.owners) == (b.namespace, b.sr_uid, b.owners)
+
+
+upsert = st.tuples(
+    st.just("upsert"),
+    st.sampled_from(["p0", "p1", "p2", "p3", "p4", "p5"]),
+    st.sampled_from([NS, "elsewhere"]),
+    st.sampled_from(["SpecialResource", "DaemonSet", "Job", "ReplicaSet"]),
+    st.sampled_from([SR_UID, *OWNERS, "other"]),
+    st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
+    st.booleans(),
+)
+delete = st.tuples(st.just("delete"), st.sampled_from(["p0", "p1", "p2", "p3", "p4", "p5"]), st.just(NS))
+step = st.one_of(upsert, delete, st.tuples(st.just("pass"), st.frozensets(st.sampled_from(OWNERS))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(step, max_size=40))
+def test_passes_read_what_a_fresh_read_of_the_cache_gives(steps: list[tuple[Any, ...]]) -> None:
+    reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
+    for op, *args in steps:
+        if op == "upsert":
+            name, ns, kind, owner, phase, labelled = args
+            reader.store.upsert(body(name, ns=ns, kind=kind, owner=owner, phase=phase, labelled=labelled))
+        elif op == "delete":
+            name, ns = args
+            found = reader.store.find(name, namespace=ns)
+            if found is not None:
+                reader.store.delete({"metadata": {"name": name, "namespace": ns}})
+        else:
+            (owners,) = args
+            assert_same(memory.pods_seen(reader, sr, owners=owners), fresh(reader, sr, owners))
+
+
+def test_an_unchanged_bare_pod_keeps_its_object_and_a_changed_one_is_made_again() -> None:
+    reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
+    for name in ("a", "b"):
+        reader.store.upsert(
+            body(name, ns=NS, kind="SpecialResource", owner=SR_UID, phase="Running", labelled=True)
+        )
+    first = memory.pods_seen(reader, sr, owners=frozenset())
+    reader.store.upsert(
+        body("b", ns=NS, kind="SpecialResource", owner=SR_UID, phase="Succeeded", labelled=True)
+    )
+    second = memory.pods_seen(reader, sr, owners=frozenset())
+    (a1, b1), (a2, b2) = (
+        sorted(seen.bare.values(), key=lambda live: live.ref.name) for seen in (first, second)
+    )
+    assert a2 is a1
+    assert b2 is not b1 and b2.phase == "Succeeded"
+    assert_same(second, fresh(reader, sr, frozenset()))
+
+
+def test_a_new_store_and_a_new_namespace_are_read_afresh() -> None:
+    reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
+    reader.store.upsert(body("a", ns=NS, kind="DaemonSet", owner="ds-a", phase="Running", labelled=False))
+    assert set(memory.pods_seen(reader, sr, owners=frozenset({"ds-a"})).relevant) == {(NS, "a")}
+    restarted = Reader(new_store())  # another store: its journal knows nothing of the last cursor
+    restarted.store.upsert(body("b", ns=NS, kind="DaemonSet", owner="ds-a", phase="Running", labelled=False))
+    assert set(memory.pods_seen(restarted, sr, owners=frozenset({"ds-a"})).relevant) == {(NS, "b")}
+    # A pod already in the namespace the SpecialResource moves to, before the last pass.
+    restarted.store.upsert(
+        body("c", ns="elsewhere", kind="DaemonSet", owner="ds-a", phase="Running", labelled=False)
+    )
+    assert set(memory.pods_seen(restarted, sr, owners=frozenset({"ds-a"})).relevant) == {(NS, "b")}
+    moved = special_resource(namespace="elsewhere")
+    assert set(memory.pods_seen(restarted, moved, owners=frozenset({"ds-a"})).relevant) == {
+        ("elsewhere", "c")
+    }
+
+
+def test_a_record_of_another_namespace_is_never_patched() -> None:
+    reader, sr = Reader(new_store()), special_resource()
+    last = fresh(reader, sr, frozenset())
+    with pytest.raises(ValueError, match="not for elsewhere/gpu"):
+        pods_seen.patched(
+            last,
+            sr=special_resource(namespace="elsewhere"),
+            owners=frozenset(),
+            changed=(),
+            find=lambda _: None,
+        )
