@@ -81,11 +81,16 @@ def patched(
         raise ValueError(
             f"pods read for {last.namespace}/{last.sr_name}, not for {sr.spec.namespace}/{sr.name}"
         )
-    if last.owners != owners:
-        last = read(last.pods.values(), sr=sr, owners=owners)
-    state = _Building(
-        sr=sr, owners=owners, pods=dict(last.pods), bare=dict(last.bare), relevant=dict(last.relevant)
-    )
+    if last.owners == owners:
+        relevant = dict(last.relevant)
+    else:  # a bare pod has no DaemonSet or Job for controller: only the others are sorted again
+        relevant = {
+            k: p for k, p in last.pods.items() if p.owner_kind in _OWNER_KINDS and p.owner_uid in owners
+        }
+        relevant.update(
+            ((ref.namespace, ref.name), last.pods[(ref.namespace, ref.name)]) for ref in last.bare
+        )
+    state = _Building(sr=sr, owners=owners, pods=dict(last.pods), bare=dict(last.bare), relevant=relevant)
     for key in sorted(k for k in changed if k[0] == sr.spec.namespace):
         state.put(key, find(key))
     return state.done()
