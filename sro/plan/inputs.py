@@ -245,6 +245,7 @@ def observe(
         departed=departed(sr.name, nodes, selected=selected),
         objects=objects,
         pods=tuple(pods.relevant.values()),
+        pods_named=pods.relevant,
         logs=logs,
         retries=retries,
         previous_status=previous,

@@ -308,9 +308,15 @@ class Observed:
             return node.labels
         return written.labels
 
+    pods_named: Mapping[tuple[str, str], views.PodView] | None = None
+    """``pods`` by (namespace, name), when the reader keeps them so (``pods_seen``): then
+    ``pods_by_name`` is not built again from every pod each pass."""
+
     @cached_property
     def pods_by_name(self) -> Mapping[tuple[str, str], views.PodView]:
         """Pods by (namespace, name): how per-node pods are found."""
+        if self.pods_named is not None:
+            return self.pods_named
         return {(p.namespace, p.name): p for p in self.pods}
 
     @cached_property

@@ -3,7 +3,8 @@ cache's journal pass after pass, always equal to reading every pod again.
 
 Real stores, fed as the reflector feeds them (upserts, deletions, a relist), and a real
 projection; the reader is the engine's port over them. Covers: any sequence of pod
-changes, owner changes and passes gives what a fresh read gives; an unchanged bare pod
+changes, owner changes and passes gives what a fresh read gives, and the ``Observed`` made
+of it finds each of its pods by name and holds its bare pods as objects; an unchanged bare pod
 keeps its owned object (the walk compares by identity); a journal the pass fell behind
 (a new store after a restart of it) is read afresh.
 """
@@ -19,9 +20,9 @@ from hypothesis import strategies as st
 
 from sro.cache import indexes, projections, store
 from sro.engine import memory as memory_
+from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.model import views
-from sro.plan import pods_seen
+from sro.plan import inputs, pods_seen
 
 pytestmark = pytest.mark.unit
 
@@ -73,6 +74,9 @@ class Reader:
         return (self.nodes.changed_since(cursors[0]), self.store.changed_since(cursors[1]))
 
 
+NOTHING = desired.DesiredState(
+    sr_name="gpu", namespace=NS, recipe="nvidia-gpu", states=(), objects=(), nodes=(), kernel_groups={}
+)
 _versions = iter(range(1, 10**9))
 
 
@@ -119,25 +123,36 @@ upsert = st.tuples(
     st.booleans(),
 )
 delete = st.tuples(st.just("delete"), st.sampled_from(["p0", "p1", "p2", "p3", "p4", "p5"]), st.just(NS))
-step = st.one_of(upsert, delete, st.tuples(st.just("pass"), st.frozensets(st.sampled_from(OWNERS))))
+relist = st.tuples(st.just("relist"), st.sampled_from(["p0", "p1", "p2"]))  # one pod missing from it
+step = st.one_of(upsert, delete, relist, st.tuples(st.just("pass"), st.frozensets(st.sampled_from(OWNERS))))
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(step, max_size=40))
 def test_passes_read_what_a_fresh_read_of_the_cache_gives(steps: list[tuple[Any, ...]]) -> None:
     reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
+    bodies: dict[tuple[str, str], dict[str, Any]] = {}  # what the API server holds
     for op, *args in steps:
         if op == "upsert":
             name, ns, kind, owner, phase, labelled = args
-            reader.store.upsert(body(name, ns=ns, kind=kind, owner=owner, phase=phase, labelled=labelled))
+            bodies[(ns, name)] = body(name, ns=ns, kind=kind, owner=owner, phase=phase, labelled=labelled)
+            reader.store.upsert(bodies[(ns, name)])
         elif op == "delete":
             name, ns = args
-            found = reader.store.find(name, namespace=ns)
-            if found is not None:
+            if bodies.pop((ns, name), None) is not None:
                 reader.store.delete({"metadata": {"name": name, "namespace": ns}})
+        elif op == "relist":  # the watch expired; the pod was deleted meanwhile
+            bodies.pop((NS, args[0]), None)
+            reader.store.replace(list(bodies.values()), resource_version=str(next(_versions)))
         else:
             (owners,) = args
-            assert_same(memory.pods_seen(reader, sr, owners=owners), fresh(reader, sr, owners))
+            read = memory.pods_seen(reader, sr, owners=owners)
+            assert_same(read, fresh(reader, sr, owners))
+            seen = inputs.observe(
+                sr, wanted=NOTHING, nodes=(), owned=(), pods=read, previous={}, recipe_source="built-in"
+            )
+            assert seen.pods_by_name == {(p.namespace, p.name): p for p in seen.pods}
+            assert {ref for ref in seen.objects if ref.kind == "Pod"} == set(read.bare)
 
 
 def test_an_unchanged_bare_pod_keeps_its_object_and_a_changed_one_is_made_again() -> None:
