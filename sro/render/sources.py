@@ -5,16 +5,21 @@ without rebuilding the image by giving the operator directories (and, through th
 engine, ConfigMaps). A drop-in with the same name as a built-in wins, and the recipe
 records which source it came from so status can say so. ``Library`` compiles each
 recipe version once: a recipe is reloaded only when the digest of its files changes.
-The operator loads recipes on worker threads (off its event loop), so the library's
-memory of compiled versions is guarded by a lock; reading and compiling happen outside it.
+A version that fails is remembered as failing too (``Compiled``): refusing a hostile
+recipe can cost as much as compiling one (a flow collection nested thousands deep takes
+the YAML scanner about a second), and every SpecialResource's pass asks for the recipes
+of all the others, so a broken recipe must cost that once, not on every pass of every
+SpecialResource. The operator loads recipes on worker threads (off its event loop), so
+the memory of compiled versions is guarded by a lock; reading and compiling happen outside it.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,38 +82,65 @@ def default_search_path(directories: Sequence[Path] = ()) -> SearchPath:
     return SearchPath(directories=tuple(directories), builtin=builtin_directory())
 
 
+class Compiled:
+    """What compiling the newest version of each recipe source gave: the recipe, or the
+    ``RecipeError`` it raised, so neither is worked out twice for one version. A source is
+    a directory or a ConfigMap, a version the digest of its files or its resourceVersion;
+    a new version replaces the old. Safe to use from several threads at once."""
+
+    def __init__(self) -> None:
+        self._outcomes: dict[str, tuple[str, recipe_.Recipe | errors.RecipeError]] = {}
+        self._good: dict[str, recipe_.Recipe] = {}  # the newest version of each that compiled
+        self._lock = threading.Lock()
+
+    def get(self, source: str, version: str, compile_: Callable[[], recipe_.Recipe]) -> recipe_.Recipe:
+        """``compile_()`` of this version, made once; raises what it raised, every time."""
+        with self._lock:
+            kept = self._outcomes.get(source)
+        if kept is None or kept[0] != version:
+            outcome: recipe_.Recipe | errors.RecipeError
+            try:
+                outcome = compile_()
+            except errors.RecipeError as exc:
+                outcome = copy.copy(exc)  # without its traceback, which holds the parser's frames
+            with self._lock:
+                self._outcomes[source] = kept = (version, outcome)
+                if isinstance(outcome, recipe_.Recipe):
+                    self._good[source] = outcome
+        if isinstance(kept[1], errors.RecipeError):
+            raise copy.copy(kept[1])  # a fresh exception for each raise: no traceback is shared
+        return kept[1]
+
+    def newest(self, source: str) -> recipe_.Recipe | None:
+        """The newest version of ``source`` that compiled, or None; compiles nothing."""
+        with self._lock:
+            return self._good.get(source)
+
+
 class Library:
     """Recipes by name, compiled once per version of their files."""
 
     def __init__(self, search: SearchPath) -> None:
         self.search = search
-        self._cache: dict[tuple[str, str], recipe_.Recipe] = {}
-        self._lock = threading.Lock()
+        self._compiled = Compiled()
 
     def get(self, name: str) -> recipe_.Recipe:
         """The current recipe ``name``; raises RecipeNotFound or the recipe's first error.
         Safe to call from several threads at once."""
         path, source = self.search.locate(name)
         files = recipe_.files_from_directory(path)
-        key = (str(path), _digest(files))
-        with self._lock:
-            cached = self._cache.get(key)
-        if cached is None:
-            cached = recipe_.load(path.name, files, source=source, origin=str(path))
-            with self._lock:
-                self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
-                self._cache[key] = cached
-        return cached
+        return self._compiled.get(
+            str(path), _digest(files), lambda: recipe_.load(path.name, files, source=source, origin=str(path))
+        )
 
     def compiled(self, name: str) -> recipe_.Recipe | None:
-        """The newest version of recipe ``name`` already compiled, or None; reads no recipe
+        """The newest version of recipe ``name`` that compiled, or None; reads no recipe
         file and compiles nothing (for callers on the operator's event loop)."""
         try:
             path, _ = self.search.locate(name)
         except errors.RecipeError:
             return None
-        with self._lock:
-            return next((v for k, v in self._cache.items() if k[0] == str(path)), None)
+        return self._compiled.newest(str(path))
 
 
 def _digest(files: dict[str, str]) -> str:

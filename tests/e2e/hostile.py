@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ class Env:
     pid: int
     canary: str = ""
     touches: int = 0
+    canary_seconds: list[float] = field(default_factory=list)  # how long each spec change took
     srs_made: list[str] = field(default_factory=list)
     recipe_configmaps: list[str] = field(default_factory=list)
     planted: list[Planted] = field(default_factory=list)
@@ -292,11 +294,26 @@ class Env:
             made = self.cluster.kubectl_json("get", "configmap", "greeting", "-n", self.canary)
             return status.get("observedGeneration", 0) >= generation and made["data"]["touch"] == value
 
-        await waiting.wait_for(
-            applied,
-            timeout=CANARY_WITHIN,
-            interval=0.25,
-            message=f"the canary reconciled generation {generation}",
+        started = time.monotonic()
+        try:
+            await waiting.wait_for(
+                applied,
+                timeout=CANARY_WITHIN,
+                interval=0.25,
+                message=f"the canary reconciled generation {generation}",
+            )
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.lines_about(self.canary)}") from None
+        self.canary_seconds.append(time.monotonic() - started)
+        print(f"the canary reconciled generation {generation} in {self.canary_seconds[-1]:.1f}s")
+
+    def lines_about(self, name: str, *, last: int = 40) -> str:
+        """The operator's last log lines that name ``name``, and its last lines of all."""
+        about = [line for line in self.operator.log_tail(20_000).splitlines() if name in line]
+        return (
+            f"the operator's last {last} lines about {name}:\n"
+            + "\n".join(about[-last:])
+            + f"\nits last lines:\n{self.operator.log_tail(last)}"
         )
 
     async def after_case(self) -> None:
@@ -308,7 +325,9 @@ class Env:
         return (
             f"healthz max {self.health.max_latency:.3f}s over {self.health.probes} probes; "
             f"lease max renew gap {self.lease.max_gap:.1f}s over {len(self.lease.renewals)} renewals; "
-            f"slow /healthz answers: {self.health.slow[-20:]}"
+            f"slow /healthz answers: {self.health.slow[-20:]}; canary max "
+            f"{max(self.canary_seconds, default=0.0):.1f}s over {len(self.canary_seconds)} spec changes "
+            f"(slowest: {[round(s, 1) for s in sorted(self.canary_seconds)[-5:]]})"
         )
 
     def remove_srs(self, names: list[str]) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sro import errors
 from sro.cache import projections
 from sro.engine import compute, recipes
 from sro.render import sources
@@ -61,3 +62,27 @@ async def test_a_configmap_recipe_is_read_on_the_loop_and_compiled_on_a_thread(t
     assert dict(second.node_selector) == {"acc": "two"}
     assert catalog.compiled("demo") is second
     assert catalog.get("demo") is second
+
+
+async def test_a_configmap_version_that_fails_is_compiled_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiles: list[str] = []
+    real = sources.configmap_recipe
+
+    def counted(name: str, data: dict[str, str], **kwargs: str) -> object:
+        compiles.append(data["recipe.yaml"])
+        return real(name, data, **kwargs)
+
+    monkeypatch.setattr(sources, "configmap_recipe", counted)
+    broken = _configmap("3", "x")
+    broken.body["data"]["recipe.yaml"] = "descriptio: x\nstates: [{name: s}]\n"
+    shown = [_configmap("2", "two")]
+    catalog = recipes.Catalog(_library(tmp_path), configmaps=lambda: shown, namespace="sro-system")
+    good = await compute.load_recipe(catalog.loader("demo"))
+    shown = [broken]
+    for _ in range(3):
+        with pytest.raises(errors.RecipeInvalid, match="unknown key 'descriptio'"):
+            await compute.load_recipe(catalog.loader("demo"))
+    assert len(compiles) == 2
+    assert catalog.compiled("demo") is good  # the newest version that compiled

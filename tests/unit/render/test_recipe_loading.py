@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sro.errors import RecipeError, RecipeInvalid, RecipeNotFound, TemplateError
+from sro.errors import RecipeError, RecipeInvalid, RecipeNotFound, TemplateError, ValuesInvalid
 from sro.render import problems, sources
 from sro.render import recipe as recipe_
 
@@ -223,3 +223,53 @@ def test_a_configmap_recipe_reports_its_source_and_names_its_keys_in_errors() ->
     with pytest.raises(TemplateError) as caught:
         sources.configmap_recipe("gpu", broken, namespace="sro-system", configmap="gpu-recipe")
     assert str(caught.value).startswith("configmap/sro-system/gpu-recipe/one/a.yaml:1: template syntax error")
+
+
+def test_a_version_that_fails_is_refused_from_memory_until_its_files_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiles: list[str] = []
+    real = recipe_.load
+
+    def counted(name: str, files: dict[str, str], **kwargs: object) -> recipe_.Recipe:
+        compiles.append(files["recipe.yaml"])
+        return real(name, files, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recipe_, "load", counted)
+    write(tmp_path, "gpu", "first")
+    library = sources.Library(sources.SearchPath(directories=(tmp_path,)))
+    good = library.get("gpu")
+    (tmp_path / "gpu" / "recipe.yaml").write_text("descriptio: broken\nstates: [{name: one}]\n")
+    raised = []
+    for _ in range(3):
+        with pytest.raises(RecipeInvalid, match="unknown key 'descriptio'") as caught:
+            library.get("gpu")
+        raised.append(caught.value)
+    assert len(compiles) == 2  # the good version and the broken one, each once
+    assert len({id(e) for e in raised}) == 3  # a fresh exception each time, with its location
+    assert {str(e) for e in raised} == {str(raised[0])} and raised[0].location is not None
+    assert library.compiled("gpu") is good  # the newest version that compiled
+    (tmp_path / "gpu" / "recipe.yaml").write_text("description: fixed\nstates: [{name: one}]\n")
+    assert library.get("gpu").description == "fixed" and len(compiles) == 3
+
+
+def test_compiled_keeps_one_outcome_per_source_and_the_newest_that_compiled() -> None:
+    memo = sources.Compiled()
+    recipe = load({"recipe.yaml": "states: [{name: one}]\n", "one/a.yaml": DOC})
+    calls: list[str] = []
+
+    def refuse() -> recipe_.Recipe:
+        calls.append("refuse")
+        raise ValuesInvalid("too big", sr="demo", path=("a", 1))
+
+    assert memo.get("a", "1", lambda: recipe) is recipe and memo.newest("a") is recipe
+    for _ in range(2):
+        with pytest.raises(ValuesInvalid) as caught:
+            memo.get("a", "2", refuse)
+        assert (caught.value.sr, caught.value.path, str(caught.value)) == ("demo", ("a", 1), "too big")
+    assert calls == ["refuse"] and memo.newest("a") is recipe and memo.newest("b") is None
+    again = memo.get("a", "1", lambda: calls.append("again") or recipe)  # another version: compiled
+    assert again is recipe and calls == ["refuse", "again"]
+    with pytest.raises(ZeroDivisionError):  # only recipe errors are outcomes; others propagate
+        memo.get("a", "3", lambda: 1 // 0)  # type: ignore[arg-type, return-value]
+    assert memo.get("a", "1", refuse) is recipe  # and leave the last outcome as it was
