@@ -23,7 +23,9 @@ the line where it was met (``load`` makes it ``RecipeInvalid``):
 
 libyaml's parser is used when it is installed (several times faster), feeding the same
 bounded composer and constructor; text it refuses is parsed again by the pure-Python
-parser so messages are the same on every installation.
+parser so messages are the same on every installation. Flow brackets nested past
+libyaml's own bound are the exception: they are too deep for ours as well, so that refusal
+is ours at once (the pure-Python scanner is quadratic in open brackets).
 """
 
 from __future__ import annotations
@@ -52,9 +54,12 @@ once its aliases are expanded``."""
 MAX_NUMBER_CHARS = 100
 """Longest number (int or float, with sexagesimal ``1:20`` forms, whose conversion is
 quadratic). Error: ``a number of more than 100 characters``."""
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 TIME_CHECK_EVERY = 512
 """Nodes composed between two looks at the deadline a caller passed."""
 MERGE_TAG = "tag:yaml.org,2002:merge"
+LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+"""What libyaml's scanner says of flow brackets nested past its bound of 1,000 levels."""
 
 
 class TooDeep(yaml.MarkedYAMLError):
@@ -90,7 +95,7 @@ class _Bounded(Composer):
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         if self._depth >= MAX_DEPTH:
-            raise TooDeep(None, None, f"nested deeper than {MAX_DEPTH} levels", self._mark())
+            raise TooDeep(None, None, _TOO_DEEP, self._mark())
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise TooLarge(None, None, f"more than {MAX_NODES} nodes", self._mark())
@@ -241,7 +246,7 @@ def _run(
     try:
         return loader.get_single_data()
     except RecursionError:  # cannot happen with the composer's bound; never let it escape
-        raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels") from None
+        raise yaml.YAMLError(_TOO_DEEP) from None
     finally:
         loader.dispose()
 
@@ -260,6 +265,13 @@ def parse(text: str, *, deadline: float | None = None, substitution: Substitutio
             value = _run(_FastLoader, text, deadline=deadline, substitution=substitution)
         except (TooDeep, TooLarge, TooSlow):
             raise
+        except yaml.MarkedYAMLError as exc:
+            if LIBYAML_TOO_DEEP in (exc.problem or ""):
+                # libyaml's own nesting bound (1,000) is past ours: the text nests too deep,
+                # and the pure-Python scanner would take a second to say so (quadratic in
+                # open flow brackets), on every version of a hostile recipe it is handed.
+                raise TooDeep(None, None, _TOO_DEEP, exc.problem_mark) from None
+            value = _run(StrictLoader, text, deadline=deadline, substitution=substitution)
         except yaml.YAMLError:
             value = _run(StrictLoader, text, deadline=deadline, substitution=substitution)
     else:

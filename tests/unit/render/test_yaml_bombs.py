@@ -2,7 +2,9 @@
 
 Covers: a billion-laughs alias bomb is refused quickly (its expanded size is measured once
 per shared value); a merge-key (``<<``) bomb is refused before any flattening; block and
-flow nesting thousands deep is ``RecipeInvalid`` in both parsers, never ``RecursionError``;
+flow nesting thousands deep is ``RecipeInvalid`` in both parsers, never ``RecursionError``,
+and flow brackets past libyaml's own bound get the same refusal without the pure-Python
+parser (quadratic in open brackets);
 a recursive alias is refused; ordinary aliases within the bounds still load.
 """
 
@@ -68,6 +70,29 @@ def test_nesting_thousands_deep_is_a_recipe_error_never_a_recursion_error(text: 
     assert kind is errors.RecipeInvalid, message
     assert "nested deeper than" in message or "invalid YAML" in message
     assert seconds < 2.0
+
+
+def test_flow_brackets_past_libyamls_bound_are_refused_without_the_slow_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = "a: 1\nb: 2\ndeep: " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(errors.RecipeInvalid) as slow:  # what the pure-Python parser says
+        monkeypatch.setattr(yamlstrict, "_FastLoader", None)
+        yamlstrict.load(text, file="deep.yaml")
+    monkeypatch.undo()
+    assert yamlstrict._FastLoader is not None  # the wheel ships libyaml: the case this is about
+    loaders: list[type] = []
+    run = yamlstrict._run
+
+    def counted(loader_class: type, *args: object, **kwargs: object) -> object:
+        loaders.append(loader_class)
+        return run(loader_class, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(yamlstrict, "_run", counted)
+    with pytest.raises(errors.RecipeInvalid) as fast:
+        yamlstrict.load(text, file="deep.yaml")
+    assert loaders == [yamlstrict._FastLoader]
+    assert str(fast.value) == str(slow.value) == "deep.yaml:3: invalid YAML: nested deeper than 100 levels"
 
 
 def test_a_recursive_alias_is_refused() -> None:
