@@ -47,6 +47,7 @@ MAX_DEPTH = 100
 """Deepest nesting, counted while composing and again with aliases expanded: nothing in
 Kubernetes nests so far, and later recursive code (copies, merges) must never meet
 Python's recursion limit on text a user controls. Error: ``nested deeper than 100 levels``."""
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 MAX_NODES = 100_000
 """Most nodes (mappings, lists, scalars) a document may have, aliases expanded: a large
 DaemonSet has a few hundred. Errors: ``more than 100000 nodes``, ``more than 100000 nodes
@@ -54,7 +55,6 @@ once its aliases are expanded``."""
 MAX_NUMBER_CHARS = 100
 """Longest number (int or float, with sexagesimal ``1:20`` forms, whose conversion is
 quadratic). Error: ``a number of more than 100 characters``."""
-_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
 TIME_CHECK_EVERY = 512
 """Nodes composed between two looks at the deadline a caller passed."""
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -232,7 +232,7 @@ def _check_expanded(value: Any) -> None:
         size[id(item)] = 1 + leaves + sum(size[id(c)] for c in children)
         height[id(item)] = 1 + max((height[id(c)] for c in children), default=0)
         if height[id(item)] > MAX_DEPTH:
-            raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels once its aliases are expanded")
+            raise yaml.YAMLError(f"{_TOO_DEEP} once its aliases are expanded")
         if size[id(item)] > MAX_NODES:
             raise yaml.YAMLError(f"more than {MAX_NODES} nodes once its aliases are expanded")
 
@@ -265,14 +265,12 @@ def parse(text: str, *, deadline: float | None = None, substitution: Substitutio
             value = _run(_FastLoader, text, deadline=deadline, substitution=substitution)
         except (TooDeep, TooLarge, TooSlow):
             raise
-        except yaml.MarkedYAMLError as exc:
-            if LIBYAML_TOO_DEEP in (exc.problem or ""):
+        except yaml.YAMLError as exc:
+            if isinstance(exc, yaml.MarkedYAMLError) and LIBYAML_TOO_DEEP in (exc.problem or ""):
                 # libyaml's own nesting bound (1,000) is past ours: the text nests too deep,
                 # and the pure-Python scanner would take a second to say so (quadratic in
                 # open flow brackets), on every version of a hostile recipe it is handed.
                 raise TooDeep(None, None, _TOO_DEEP, exc.problem_mark) from None
-            value = _run(StrictLoader, text, deadline=deadline, substitution=substitution)
-        except yaml.YAMLError:
             value = _run(StrictLoader, text, deadline=deadline, substitution=substitution)
     else:
         value = _run(StrictLoader, text, deadline=deadline, substitution=substitution)
