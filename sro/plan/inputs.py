@@ -246,6 +246,7 @@ def observe(
         objects=objects,
         pods=tuple(pods.relevant.values()),
         pods_named=pods.relevant,
+        workload_pods=tuple(pods.workload.values()),
         logs=logs,
         retries=retries,
         previous_status=previous,

@@ -15,6 +15,9 @@ reporting; ``views.PodView.ready_withdrawn``) still counts: a heartbeat gap is n
 the driver, and resetting every later state would delete and re-run their pods. A pod the
 kubelet itself reports not ready (a restart after a reboot, a crash) resets as before.
 
+So does a Deployment's or StatefulSet's pod (``readiness.withdrawn_only``): their status
+counts it lost, and the state's label would come off every node.
+
 A per-node pod that is gone, or that succeeded and is being deleted, while its node
 carries its state's ready label succeeded before and was then deleted by someone else:
 the pod garbage collector above all (it deletes the oldest finished pods once a cluster
@@ -199,6 +202,8 @@ class Judge:
                 # the state stays Failed, for the same reason, until a replacement succeeds.
                 return readiness.failed(retry.reason or "Failed")
             return verdict
+        if live is not None and obj.kind in ("Deployment", "StatefulSet"):
+            return readiness.cluster_object(obj, live, seen.workload_pods_of(live))
         return readiness.cluster_object(obj, live)
 
     def recorded(self, state: str, node: str) -> bool:

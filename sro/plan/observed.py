@@ -34,6 +34,9 @@ DS_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 # suffix of the name of the ControllerRevision that keeps that template.
 REVISION_HASH = "controller-revision-hash"
 
+# The label the Deployment controller puts on a ReplicaSet's pods, and in its name.
+TEMPLATE_HASH = "pod-template-hash"
+
 # Kinds whose pods are made by a controller: such pods are never owned objects themselves.
 POD_CONTROLLERS = frozenset({"DaemonSet", "ReplicaSet", "StatefulSet", "Job"})
 
@@ -85,6 +88,7 @@ class LiveObject:
     deleting: bool = False
     deleted_at: str = ""  # metadata.deletionTimestamp, RFC 3339, while ``deleting``
     update_strategy: str = ""  # DaemonSet spec.updateStrategy.type ("RollingUpdate" when unset)
+    min_ready_seconds: int = 0  # spec.minReadySeconds (Deployment, StatefulSet, DaemonSet)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> LiveObject:
@@ -118,6 +122,7 @@ class LiveObject:
             deleting=bool(meta.get("deletionTimestamp")),
             deleted_at=str(meta.get("deletionTimestamp") or ""),
             update_strategy=_update_strategy(body),
+            min_ready_seconds=_int(spec.get("minReadySeconds")),
         )
 
 
@@ -326,6 +331,31 @@ class Observed:
         for pod in self.pods:
             index.setdefault(pod.node, []).append(pod)
         return {node: tuple(pods) for node, pods in index.items()}
+
+    workload_pods: tuple[views.PodView, ...] = ()
+    """The pods a ReplicaSet or StatefulSet controls (``pods_seen``): a cluster-wide
+    workload's own pods, read only where its status falls short (``workload_pods_of``)."""
+
+    def workload_pods_of(self, live: LiveObject) -> tuple[views.PodView, ...]:
+        """The pods of Deployment or StatefulSet ``live``: for a Deployment, those of its
+        ReplicaSets (named ``<deployment>-<pod-template-hash>`` by the Deployment controller),
+        for a StatefulSet those it controls by uid."""
+        ref = live.ref
+        if ref.kind == "StatefulSet":
+            return tuple(
+                p
+                for p in self.workload_pods
+                if p.owner_kind == "StatefulSet" and p.owner_uid == live.uid and p.namespace == ref.namespace
+            )
+        if ref.kind == "Deployment":
+            return tuple(
+                p
+                for p in self.workload_pods
+                if p.owner_kind == "ReplicaSet"
+                and p.namespace == ref.namespace
+                and p.owner_name == f"{ref.name}-{p.labels.get(TEMPLATE_HASH, '')}"
+            )
+        return ()
 
     def daemonset_pods(self, ref: desired.ObjectRef, node: str) -> tuple[views.PodView, ...]:
         """The pods of DaemonSet ``ref`` on ``node`` (in its namespace), from the node's few

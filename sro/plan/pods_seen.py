@@ -24,6 +24,10 @@ Key = tuple[str, str]
 """A pod's (namespace, name)."""
 
 _OWNER_KINDS = ("DaemonSet", "Job")
+_WORKLOAD_KINDS = ("ReplicaSet", "StatefulSet")
+"""Controllers of the pods of cluster-wide workloads (a Deployment's ReplicaSets, a
+StatefulSet): their readiness is judged by the workload's status, and by these pods where
+the status counts a withdrawn ``Ready`` as lost (``readiness.cluster_object``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +38,8 @@ class PodsSeen:
     per-node pods (its owner label and its uid as their controller, no controller of
     another kind) as owned objects. ``relevant``: those, and the pods of the owned
     DaemonSets and Jobs in ``owners`` (by uid: a recreated DaemonSet's old pods are not
-    the new one's); ``Observed.pods``.
+    the new one's); ``Observed.pods``. ``workload``: the pods a ReplicaSet or StatefulSet
+    controls (``_WORKLOAD_KINDS``); ``Observed.workload_pods``.
     """
 
     namespace: str
@@ -44,6 +49,7 @@ class PodsSeen:
     pods: Mapping[Key, views.PodView]
     bare: Mapping[desired.ObjectRef, observed_.LiveObject]
     relevant: Mapping[Key, views.PodView]
+    workload: Mapping[Key, views.PodView]
 
     def fits(self, sr: sr_model.SpecialResource) -> bool:
         """Whether this record reads ``sr``'s namespace for ``sr`` (``patched`` needs it to)."""
@@ -57,7 +63,7 @@ def owner_uids(objects: Iterable[observed_.LiveObject]) -> frozenset[str]:
 
 def read(pods: Iterable[views.PodView], *, sr: sr_model.SpecialResource, owners: frozenset[str]) -> PodsSeen:
     """The record of ``pods`` (the namespace's cached pods), from nothing."""
-    state = _Building(sr=sr, owners=owners, pods={}, bare={}, relevant={})
+    state = _Building(sr=sr, owners=owners, pods={}, bare={}, relevant={}, workload={})
     for pod in pods:
         if pod.namespace == sr.spec.namespace:
             state.put((pod.namespace, pod.name), pod)
@@ -90,7 +96,14 @@ def patched(
         relevant.update(
             ((ref.namespace, ref.name), last.pods[(ref.namespace, ref.name)]) for ref in last.bare
         )
-    state = _Building(sr=sr, owners=owners, pods=dict(last.pods), bare=dict(last.bare), relevant=relevant)
+    state = _Building(
+        sr=sr,
+        owners=owners,
+        pods=dict(last.pods),
+        bare=dict(last.bare),
+        relevant=relevant,
+        workload=dict(last.workload),
+    )
     for key in sorted(k for k in changed if k[0] == sr.spec.namespace):
         state.put(key, find(key))
     return state.done()
@@ -105,6 +118,7 @@ class _Building:
     pods: dict[Key, views.PodView]
     bare: dict[desired.ObjectRef, observed_.LiveObject]
     relevant: dict[Key, views.PodView]
+    workload: dict[Key, views.PodView]
 
     def put(self, key: Key, pod: views.PodView | None) -> None:
         ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=key[0], name=key[1])
@@ -112,6 +126,7 @@ class _Building:
             self.pods.pop(key, None)
             self.bare.pop(ref, None)
             self.relevant.pop(key, None)
+            self.workload.pop(key, None)
             return
         if self.pods.get(key) is pod:
             return  # the cache's very record: everything filed of it holds
@@ -125,6 +140,10 @@ class _Building:
             self.relevant[key] = pod
         else:
             self.relevant.pop(key, None)
+        if pod.owner_kind in _WORKLOAD_KINDS:
+            self.workload[key] = pod
+        else:
+            self.workload.pop(key, None)
 
     def done(self) -> PodsSeen:
         return PodsSeen(
@@ -135,6 +154,7 @@ class _Building:
             pods=self.pods,
             bare=self.bare,
             relevant=self.relevant,
+            workload=self.workload,
         )
 
 

@@ -271,8 +271,33 @@ def reads_status(kind: str) -> bool:
     return kind in STATUS_READ
 
 
-def cluster_object(obj: desired.DesiredObject, live: observed_.LiveObject | None) -> Verdict:
-    """Readiness of an object that is not placed per node (Pods are ``pod_verdict``'s)."""
+def withdrawn_only(live: observed_.LiveObject, pods: Sequence[views.PodView]) -> bool:
+    """Whether a Deployment's or StatefulSet's status counts fewer ready replicas than it
+    has only because the node controller withdrew ``Ready`` from some of its ``pods``: its
+    running pods, counting a withdrawn ``Ready`` as ``Ready`` (``views.PodView.as_judged``),
+    are enough. A heartbeat gap on the node of a dashboard's one pod is no news of the
+    dashboard, and judging it lost would take the state's label off every node (and the
+    ``complete`` label that other SpecialResources' pods are placed by). A pod the cache
+    still shows Ready counts too: the status may arrive before the pod that made it.
+
+    Where the status counts every replica ready, only the status decides (available
+    replicas wait ``minReadySeconds`` after ready, and the pods cannot tell that); with
+    ``minReadySeconds`` set, it decides alone."""
+    if live.ready_replicas >= live.replicas or live.min_ready_seconds > 0:
+        return False
+    running = sum(
+        1 for p in pods if p.phase == "Running" and not p.deleting and (p.ready or p.ready_withdrawn)
+    )
+    return running >= live.replicas
+
+
+def cluster_object(
+    obj: desired.DesiredObject,
+    live: observed_.LiveObject | None,
+    pods: Sequence[views.PodView] = (),
+) -> Verdict:
+    """Readiness of an object that is not placed per node (Pods are ``pod_verdict``'s);
+    ``pods``: a Deployment's or StatefulSet's own (``withdrawn_only``)."""
     ref = obj.ref
     if live is None:
         return waiting(f"{ref} not created yet")
@@ -285,13 +310,13 @@ def cluster_object(obj: desired.DesiredObject, live: observed_.LiveObject | None
     if kind == "Deployment":
         if live.observed_generation < live.generation:
             return waiting(f"Deployment {ref.name} not rolled out to generation {live.generation}")
-        if live.available_replicas != live.replicas:
+        if live.available_replicas != live.replicas and not withdrawn_only(live, pods):
             return waiting(f"Deployment {ref.name} {live.available_replicas}/{live.replicas} available")
         return READY
     if kind == "StatefulSet":
         if live.observed_generation < live.generation:
             return waiting(f"StatefulSet {ref.name} not rolled out to generation {live.generation}")
-        if live.ready_replicas != live.replicas:
+        if live.ready_replicas != live.replicas and not withdrawn_only(live, pods):
             return waiting(f"StatefulSet {ref.name} {live.ready_replicas}/{live.replicas} ready")
         return READY
     if kind == "CustomResourceDefinition":

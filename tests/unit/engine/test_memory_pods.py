@@ -110,6 +110,7 @@ def assert_same(a: pods_seen.PodsSeen, b: pods_seen.PodsSeen) -> None:
     assert dict(a.pods) == dict(b.pods)
     assert dict(a.bare) == dict(b.bare)
     assert dict(a.relevant) == dict(b.relevant)
+    assert dict(a.workload) == dict(b.workload)
     assert (a.namespace, a.sr_uid, a.owners) == (b.namespace, b.sr_uid, b.owners)
 
 
@@ -117,7 +118,7 @@ upsert = st.tuples(
     st.just("upsert"),
     st.sampled_from(["p0", "p1", "p2", "p3", "p4", "p5"]),
     st.sampled_from([NS, "elsewhere"]),
-    st.sampled_from(["SpecialResource", "DaemonSet", "Job", "ReplicaSet"]),
+    st.sampled_from(["SpecialResource", "DaemonSet", "Job", "ReplicaSet", "StatefulSet"]),
     st.sampled_from([SR_UID, *OWNERS, "other"]),
     st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
     st.booleans(),
@@ -203,3 +204,26 @@ def test_a_record_of_another_namespace_is_never_patched() -> None:
             changed=(),
             find=lambda _: None,
         )
+
+
+def test_the_pods_of_replicasets_and_statefulsets_are_kept_as_workload_pods() -> None:
+    reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
+    bodies = {}
+    for name, kind in (
+        ("g", "ReplicaSet"),
+        ("db", "StatefulSet"),
+        ("d", "DaemonSet"),
+        ("v", "SpecialResource"),
+    ):
+        owner = SR_UID if kind == "SpecialResource" else f"{name}-owner"
+        bodies[name] = body(name, ns=NS, kind=kind, owner=owner, phase="Running", labelled=True)
+        reader.store.upsert(bodies[name])
+    first = memory.pods_seen(reader, sr, owners=frozenset())
+    assert set(first.workload) == {(NS, "g"), (NS, "db")}
+    reader.store.delete(bodies["g"])
+    assert set(memory.pods_seen(reader, sr, owners=frozenset()).workload) == {(NS, "db")}
+    observed = inputs.observe(
+        sr, wanted=NOTHING, nodes=(), owned=(), pods=memory.pods_seen(reader, sr, owners=frozenset()),
+        previous={}, recipe_source="built-in",
+    )  # fmt: skip
+    assert [p.name for p in observed.workload_pods] == ["db"]

@@ -145,6 +145,29 @@ def bare_pod(
     )
 
 
+def replica_pod(
+    d: desired.DesiredObject, on: str, *, ready: bool = True, ready_withdrawn: bool = False, **kw: Any
+) -> views.PodView:
+    """A pod of Deployment ``d``'s ReplicaSet (or of StatefulSet ``d``, whose uid ``live`` gives)."""
+    template_hash = "5d8f7c9b4"
+    kw.setdefault("containers", (container(ready=ready or ready_withdrawn),))
+    kw.setdefault("phase", "Running")
+    replicas = d.kind == "Deployment"
+    return views.PodView(
+        namespace=d.ref.namespace,
+        name=f"{d.ref.name}-{template_hash}-{on}" if replicas else f"{d.ref.name}-0",
+        uid=f"pod-{d.ref.name}-{on}",
+        node=on,
+        ready=ready,
+        ready_withdrawn=ready_withdrawn,
+        labels={"pod-template-hash": template_hash} if replicas else {},
+        owner_kind="ReplicaSet" if replicas else d.kind,
+        owner_name=f"{d.ref.name}-{template_hash}" if replicas else d.ref.name,
+        owner_uid=f"uid-rs-{d.ref.name}" if replicas else f"uid-{d.ref.name}",
+        **kw,
+    )
+
+
 def failed_pod(p: desired.DesiredObject, *, uid: str = "", exit_code: int = 1) -> views.PodView:
     c = container(terminated_reason="Error", exit_code=exit_code)
     return bare_pod(p, phase="Failed", uid=uid, containers=(c,))
@@ -196,6 +219,9 @@ class World:
     created: list[desired.ObjectRef] = field(default_factory=list)
     node_answers: dict[str, observed.NodeAnswer] = field(default_factory=dict)  # sro's node patches
     finished: frozenset[desired.ObjectRef] = frozenset()  # pods that succeeded and went since the last step
+    workload_pods: dict[tuple[str, str], views.PodView] = field(
+        default_factory=dict
+    )  # Deployments' and the like
 
     def observe(self) -> observed.Observed:
         return observed.Observed(
@@ -208,6 +234,7 @@ class World:
             retries=self.retries,
             node_answers=self.node_answers,
             finished=self.finished,
+            workload_pods=tuple(self.workload_pods.values()),
         )
 
     def step(self) -> actions.Plan:

@@ -31,6 +31,7 @@ from builders import (
     node,
     node_pods,
     obj,
+    replica_pod,
     seen,
     states,
     wanted,
@@ -212,6 +213,35 @@ def test_a_driver_pod_whose_ready_the_node_controller_withdrew_resets_nothing() 
     world.settle()
     assert world.created.count(obj("Pod", "validate-n1", "s").ref) == 1
     assert dict(world.nodes["n1"].labels) == labelled
+
+
+def test_a_dashboard_pod_whose_ready_the_node_controller_withdrew_relabels_no_node() -> None:
+    # The one pod of a cluster-wide Deployment runs on a node whose kubelet stopped
+    # reporting: the Deployment's status counts it unavailable. Taking the state's label
+    # (and ``complete``) off every node for it would be a write per node for nothing.
+    dashboard = obj("Deployment", "grafana", "state-grafana")
+    world = World(
+        desired=wanted(
+            states("state-driver", "state-grafana"), [ds("driver", "state-driver"), dashboard], NODES
+        ),
+        nodes={n: node(n) for n in NODES},
+    )
+    world.settle()
+    labelled = {n: dict(world.nodes[n].labels) for n in NODES}
+    assert all(labels[label("complete")] == "true" for labels in labelled.values())
+    blinked = live(dashboard, observed_generation=1, available_replicas=0, ready_replicas=0)
+    world.objects[dashboard.ref] = blinked
+    key = (NS, "grafana-n2")
+    world.workload_pods[key] = replica_pod(dashboard, "n2", ready=False, ready_withdrawn=True)
+
+    p = world.step()
+    assert labels_of(p) == {} and p.delete == ()
+    assert {n: dict(world.nodes[n].labels) for n in NODES} == labelled
+
+    # The kubelet says the pod's containers are down: that is the dashboard down.
+    world.workload_pods[key] = replica_pod(dashboard, "n2", ready=False)
+    p = world.step()
+    assert labels_of(p) == {n: {label("state-grafana"): None, label("complete"): None} for n in NODES}
 
 
 def _collected(world: World, name: str) -> None:
