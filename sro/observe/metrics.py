@@ -92,6 +92,13 @@ class Metrics:
         )
         self.watch_events = Counter("sro_watch_events", "Watch events received", ["resource"], registry=r)
         self._watch_events = children.Children(self.watch_events)
+        self.watch_wakes = Counter(
+            "sro_watch_wakes",
+            "Work-queue adds made by watch events, per stream: what keeps passes running",
+            ["resource"],
+            registry=r,
+        )
+        self._watch_wakes = children.Children(self.watch_wakes)
         self.watch_handler_errors = Counter(
             "sro_watch_handler_errors",
             "Changes whose event handler raised (the change is not queued; the next one is)",
@@ -181,6 +188,7 @@ class Metrics:
         for reason in RELIST_REASONS:
             self.watch_relists.labels(resource=resource, reason=reason)
         self.watch_events.labels(resource=resource)
+        self.watch_wakes.labels(resource=resource)
         self.cache_objects.labels(resource=resource).set(0)
 
     # -- sro.queue.workqueue.QueueMetrics ---------------------------------------
@@ -252,6 +260,9 @@ class Metrics:
 
     def watch_event(self, *, resource: str) -> None:
         self._watch_events(resource).inc()
+
+    def watch_woke(self, *, resource: str) -> None:
+        self._watch_wakes(resource).inc()
 
     def cache_size(self, *, resource: str, size: int) -> None:
         self._cache_objects(resource).set(size)

@@ -215,7 +215,9 @@ class Caches:
             api=api,
             resource=resource,
             store=store,
-            on_change=self._handler(spec),
+            on_change=self._handler(
+                spec, self._counted(reflector_.stream_name(resource.plural, spec.namespace))
+            ),
             settings=self._settings,
             metrics=self._metrics,
             namespace=spec.namespace,
@@ -224,14 +226,24 @@ class Caches:
         self._reflectors[spec.key] = reflector
         self._tasks.append(self._group.create_task(reflector.run(), name=f"sro-reflector-{reflector.name}"))
 
-    def _handler(self, spec: WatchSpec) -> handlers.Handler:
+    def _counted(self, stream: str) -> handlers.Enqueue:
+        """The enqueue of ``stream``'s handler: each add counted by stream (``sro_watch_wakes``)."""
+        metrics, enqueue = self._metrics, self._enqueue
+
+        def counted(key: handlers.QueueKey) -> None:
+            metrics.watch_woke(resource=stream)
+            enqueue(key)
+
+        return counted
+
+    def _handler(self, spec: WatchSpec, enqueue: handlers.Enqueue) -> handlers.Handler:
         if spec.role is Role.PRIMARY:
-            return handlers.primary(self._enqueue, own_status=spec.own_status)
+            return handlers.primary(enqueue, own_status=spec.own_status)
         if spec.role is Role.MAPPED and spec.mapper is not None:
-            return handlers.mapped(self._enqueue, spec.mapper)
+            return handlers.mapped(enqueue, spec.mapper)
         if spec.role is Role.NODES:
             if self.node_mapper is None:
                 raise RuntimeError("watch_nodes needs a mapper")
-            return handlers.nodes(self._enqueue, self.node_mapper)
+            return handlers.nodes(enqueue, self.node_mapper)
         namespaced = any(s.role is Role.PRIMARY and s.namespace for s in self.specs.values())
-        return handlers.owned(self._enqueue, namespaced_owner=namespaced, status_read=spec.status_read)
+        return handlers.owned(enqueue, namespaced_owner=namespaced, status_read=spec.status_read)

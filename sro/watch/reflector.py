@@ -60,6 +60,14 @@ class WatchMetrics(Protocol):
 
     def watch_handler_failed(self, *, resource: str) -> None: ...
 
+    def watch_woke(self, *, resource: str) -> None: ...
+
+
+def stream_name(plural: str, namespace: str = "") -> str:
+    """The name a watch stream goes by in logs and metrics: its resource, and its namespace
+    when it watches one (``configmaps.sro-system``)."""
+    return plural if not namespace else f"{plural}.{namespace}"
+
 
 class _Inactive(Exception):
     """The stream went silent past the inactivity timeout."""
@@ -86,7 +94,7 @@ class Reflector(Generic[V]):
         self.store = store
         self.namespace = namespace
         self.label_selector = label_selector
-        self.name = resource.plural if not namespace else f"{resource.plural}.{namespace}"
+        self.name = stream_name(resource.plural, namespace)
         self._api = api
         self._on_change = on_change
         self._settings = settings

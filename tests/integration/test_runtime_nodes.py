@@ -188,11 +188,14 @@ async def test_heartbeats_cause_no_reconcile_and_no_write(
         assert reconcile.passes == passes0
         assert writes(m) == writes0
         assert m.metrics.value("sro_workqueue_adds_total") == adds0, "a heartbeat enqueued a key"
-        # The same nodes changing something a reconcile reads does enqueue.
+        wakes0 = m.metrics.value("sro_watch_wakes_total", {"resource": "nodes"})
+        # The same nodes changing something a reconcile reads does enqueue, and the node
+        # stream is counted as what woke it.
         cluster.kubectl("label", "node", pool.nodes[0], "bench.sro.dev/x=1")
         await waiting.wait_for(
             lambda: reconcile.passes > passes0, timeout=30, message="a relevant change reconciles"
         )
+        assert m.metrics.value("sro_watch_wakes_total", {"resource": "nodes"}) > wakes0
     finally:
         m.stop()
         assert await asyncio.wait_for(running, 60) == 0

@@ -100,6 +100,21 @@ def test_helpers_filter_and_count(tmp_path: Path) -> None:
     assert audit.count_by(writes, key=lambda w: w.name) == {"a": 2, "b": 1}
 
 
+def test_tally_splits_by_verb_resource_and_subresource_most_first(tmp_path: Path) -> None:
+    log = write_log(
+        tmp_path / "audit.log",
+        [
+            event("patch", "a"),
+            event("patch", "a", sub="status"),
+            event("patch", "b", sub="status"),
+            event("create", "c"),
+        ],
+    )
+    tally = audit.tally(audit.read(log))
+    assert tally == {"patch configmaps/status": 2, "patch configmaps": 1, "create configmaps": 1}
+    assert next(iter(tally)) == "patch configmaps/status"
+
+
 def test_policy_logs_every_mutating_verb_at_metadata_and_nothing_else() -> None:
     rules = audit.POLICY["rules"]
     assert isinstance(rules, list)

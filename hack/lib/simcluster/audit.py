@@ -185,3 +185,12 @@ K = TypeVar("K", bound=Hashable)
 def count_by(writes: Iterable[Write], *, key: Callable[[Write], K]) -> Counter[K]:
     """How many writes per ``key(write)``, e.g. ``key=lambda w: (w.verb, w.resource)``."""
     return Counter(key(w) for w in writes)
+
+
+def tally(writes: Iterable[Write]) -> dict[str, int]:
+    """How many writes per ``"<verb> <resource>[/<subresource>]"``, most first: the figures'
+    split of writes (a node's labels and its status are different writers' work)."""
+    counts = count_by(
+        writes, key=lambda w: f"{w.verb} {w.resource}" + (f"/{w.subresource}" if w.subresource else "")
+    )
+    return dict(counts.most_common())

@@ -41,6 +41,7 @@ from simcluster import (
     controlplane,
     converge_floor,
     converge_floor_phase,
+    converge_idle,
     converge_report,
     converge_sro,
     converge_steps,
@@ -221,10 +222,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 "requests_non_watch": converge_sro.non_watch(during),
                 "requests_by": {f"{v} {r}": n for (v, r), n in during.items()},
                 "audit_writes": len(writes),
-                "audit_writes_by": {
-                    f"{k[0]} {k[1]}": n
-                    for k, n in audit.count_by(writes, key=lambda w: (w.verb, w.resource)).items()
-                },
+                "audit_writes_by": audit.tally(writes),
                 # What any correct operator writes at least: each object once, each
                 # node's labels once per state plus "complete" (status writes not counted).
                 "write_floor": objects + args.nodes * (len(states) + 1),
@@ -244,23 +242,11 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 print(f"sro: Ready in {seconds:.1f}s ({figures['ratio']:.2f}x the floor)", flush=True)
             else:
                 print(f"sro: Ready in {seconds:.1f}s", flush=True)
-            if args.idle > 0:
-                idle0, cpu1, t0 = operator.requests(), operator.cpu_seconds(), time.time()
-                passes0, events0 = operator.passes(), operator.watch_events()
-                await asyncio.sleep(args.idle)  # the idle window is the measurement itself
-                idle = converge_sro.diff(operator.requests(), idle0)
-                events = operator.watch_events()
-                events.subtract(events0)
-                idle_writes = [w for w in audit.read(run.audit_log) if w.by_sro and w.time.timestamp() >= t0]
-                figures["idle"] = {
-                    "seconds": args.idle,
-                    "requests_non_watch": converge_sro.non_watch(idle),
-                    "writes": len(idle_writes),
-                    "cpu_seconds": operator.cpu_seconds() - cpu1,
-                    # what woke the operator: passes it ran, and the watch events it read
-                    "passes": operator.passes() - passes0,
-                    "watch_events": {k: v for k, v in sorted(events.items()) if v},
-                }
+            if args.idle > 0 or args.blink > 0:
+                figures["idle"] = await converge_idle.window(
+                    operator, run=run, client=client, seconds=args.idle, blink_seconds=args.blink,
+                    within=args.timeout,
+                )  # fmt: skip
             if args.restart:
                 figures["restart"] = await converge_sro.restart(
                     operator, audit_log=run.audit_log, within=args.timeout
@@ -293,6 +279,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--nodes", type=int, default=100)
     p.add_argument("--kernels", type=int, default=4)
     p.add_argument("--idle", type=float, default=60, help="seconds of idle measured after Ready")
+    p.add_argument(
+        "--blink",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="pause the simulated kubelets (kwok) this long at the start of the idle window: "
+        "past the node controller's 200 s grace period every node goes NotReady and back "
+        "(converge_idle)",
+    )
     p.add_argument("--kernel-changes", type=int, default=10)
     p.add_argument(
         "--no-restart",

@@ -171,9 +171,23 @@ def table(figures: Mapping[str, Any]) -> str:
                 f"({100 * idle['cpu_seconds'] / idle['seconds']:.2f}% of a core)",
             )
         )
+        gap = idle.get("blink")
+        if gap:
+            rows.append(
+                (
+                    f"  kwok paused {gap['paused_seconds']:.0f} s at its start",
+                    f"{gap['nodes_not_ready_max']} nodes NotReady at most, all Ready again "
+                    f"{gap['seconds_to_ready_again']:.0f} s after ({gap['nodes_not_ready_after']} not)",
+                )
+            )
         if "passes" in idle:  # what woke it (absent from figures of older runs)
             events = ", ".join(f"{k} {v}" for k, v in idle["watch_events"].items()) or "none"
             rows.append(("  passes; watch events", f"{idle['passes']}; {events}"))
+        if "watch_wakes" in idle:
+            wakes = ", ".join(f"{k} {v}" for k, v in idle["watch_wakes"].items()) or "none"
+            rows.append(("  queue adds by watch events", wakes))
+        for what, count in list(idle.get("writes_by", {}).items())[:6]:
+            rows.append((f"  {what}", str(count)))
     again = f.get("restart")
     if again:
         rows.append(

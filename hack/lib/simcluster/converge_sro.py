@@ -31,7 +31,9 @@ _SAMPLE = re.compile(r"^sro_api_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>
 _STEP = re.compile(
     r'^sro_reconcile_step_seconds_(?P<what>sum|count)\{step="(?P<step>\w+)"\}\s+(?P<value>\S+)$'
 )
-_EVENTS = re.compile(r'^sro_watch_events_total\{resource="(?P<resource>[^"]*)"\}\s+(?P<value>\S+)$')
+_EVENTS = re.compile(
+    r'^sro_watch_(?P<what>events|wakes)_total\{resource="(?P<resource>[^"]*)"\}\s+(?P<value>\S+)$'
+)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _GAUGE = re.compile(r"^(?P<name>sro_workqueue_depth|sro_active_workers)\s+(?P<value>\S+)$")
 
@@ -113,11 +115,18 @@ class Operator:
 
     def watch_events(self) -> Counter[str]:
         """Watch events received so far, by resource (the operator's own counter)."""
+        return self._by_stream("events")
+
+    def watch_wakes(self) -> Counter[str]:
+        """Work-queue adds watch events made so far, by resource: what ran the passes."""
+        return self._by_stream("wakes")
+
+    def _by_stream(self, what: str) -> Counter[str]:
         text = self._get("/metrics") or ""
         counts: Counter[str] = Counter()
         for line in text.splitlines():
             match = _EVENTS.match(line.strip())
-            if match:
+            if match and match["what"] == what:
                 counts[match["resource"]] += int(float(match["value"]))
         return counts
 
@@ -210,9 +219,7 @@ async def restart(operator: Operator, *, audit_log: Path, within: float, quiet: 
         "requests_non_watch": non_watch(requests),
         "requests_by": {f"{v} {r}": n for (v, r), n in sorted(requests.items()) if v != "watch" and n},
         "writes": len(writes),
-        "writes_by": {
-            f"{k[0]} {k[1]}": n for k, n in audit.count_by(writes, key=lambda w: (w.verb, w.resource)).items()
-        },
+        "writes_by": audit.tally(writes),
     }
 
 

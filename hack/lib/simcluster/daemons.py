@@ -134,6 +134,17 @@ def stop(record: Record, *, pid_dir: Path | None = None, grace: float = 10.0) ->
         (pid_dir / f"{record.name}.json").unlink(missing_ok=True)
 
 
+def send(record: Record, sig: signal.Signals) -> bool:
+    """Sends ``sig`` (SIGSTOP, SIGCONT, …) to the recorded process if it is still that one."""
+    if not alive(record):
+        return False
+    try:
+        os.kill(record.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def rss_bytes(record: Record) -> int | None:
     """Resident memory of a live recorded process (VmRSS), for benchmarks."""
     if not alive(record):

@@ -1,0 +1,116 @@
+"""The idle window after Ready, and the heartbeat gap the bench may put into it.
+
+After Ready the operator should do nothing at all: no write, no read but its watches.
+What it did in the window is counted from its own counters (requests, CPU, passes, the
+watch events that woke it) and from the audit log (its writes, split by verb, resource
+and subresource: who wrote what is the first question when the count is not zero).
+
+``--blink SECONDS`` pauses the simulated kubelets (kwok, SIGSTOP to its recorded pid) at the
+start of the window, for longer than the node controller's grace period (``hack/cluster``
+sets 200 s): every node goes NotReady, the node controller takes ``Ready`` from every pod
+and taints the nodes, and when kwok runs again (SIGCONT) it all comes back. That is what
+a large fleet does all the time while heartbeats lag (at 5,000 simulated nodes, hundreds of
+nodes at a time), and nothing of it is news of a driver: the operator should write nothing
+through it. The window goes on until every node reports Ready again and ``--idle`` seconds
+have passed, whichever is later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from typing import Any
+
+from simcluster import audit, converge_sro, daemons, kube, layout
+
+POLL = 5.0
+"""Seconds between two counts of NotReady nodes while kwok is paused and coming back."""
+
+
+def _not_ready(nodes: list[dict[str, Any]]) -> int:
+    return sum(
+        1
+        for n in nodes
+        if not any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (n.get("status") or {}).get("conditions") or ()
+        )
+    )
+
+
+async def _count_not_ready(client: kube.Kube) -> int:
+    listed = await client.get("/api/v1/nodes", request_seconds=120)
+    return _not_ready(listed["items"])
+
+
+async def blink(run: layout.RunDir, client: kube.Kube, *, seconds: float, within: float) -> dict[str, Any]:
+    """Pauses kwok for ``seconds``, then waits (up to ``within``) for every node to be Ready;
+    how many were NotReady at most, and how long they took to come back."""
+    record = daemons.load(run.pids, "kwok")
+    if record is None or not daemons.send(record, signal.SIGSTOP):
+        raise RuntimeError("kwok is not running: no heartbeat gap to make")
+    paused = time.monotonic()
+    worst = 0
+    try:
+        while time.monotonic() - paused < seconds:
+            worst = max(worst, await _count_not_ready(client))
+            await asyncio.sleep(min(POLL, max(0.0, seconds - (time.monotonic() - paused))))
+        worst = max(worst, await _count_not_ready(client))
+    finally:
+        daemons.send(record, signal.SIGCONT)
+    resumed = time.monotonic()
+    print(f"idle: kwok paused {seconds:.0f} s, {worst} nodes NotReady at most; resumed", flush=True)
+    left = worst
+    while left and time.monotonic() - resumed < within:
+        await asyncio.sleep(POLL)
+        left = await _count_not_ready(client)
+    return {
+        "paused_seconds": seconds,
+        "nodes_not_ready_max": worst,
+        "nodes_not_ready_after": left,
+        "seconds_to_ready_again": time.monotonic() - resumed,
+    }
+
+
+async def window(
+    operator: converge_sro.Operator,
+    *,
+    run: layout.RunDir,
+    client: kube.Kube,
+    seconds: float,
+    blink_seconds: float,
+    within: float,
+) -> dict[str, Any]:
+    """The idle figures: ``seconds`` of idle (more with a heartbeat gap, see above)."""
+    requests0, cpu0, passes0, events0, wakes0 = (
+        operator.requests(),
+        operator.cpu_seconds(),
+        operator.passes(),
+        operator.watch_events(),
+        operator.watch_wakes(),
+    )
+    started, t0 = time.monotonic(), time.time()
+    gap = await blink(run, client, seconds=blink_seconds, within=within) if blink_seconds > 0 else None
+    await asyncio.sleep(max(0.0, seconds - (time.monotonic() - started)))  # the window is the measurement
+    elapsed = time.monotonic() - started
+    requests = converge_sro.diff(operator.requests(), requests0)
+    events = operator.watch_events()
+    events.subtract(events0)
+    wakes = operator.watch_wakes()
+    wakes.subtract(wakes0)
+    writes = [w for w in audit.read(run.audit_log) if w.by_sro and w.time.timestamp() >= t0]
+    figures: dict[str, Any] = {
+        "seconds": elapsed,
+        "requests_non_watch": converge_sro.non_watch(requests),
+        "writes": len(writes),
+        "writes_by": audit.tally(writes),
+        "cpu_seconds": operator.cpu_seconds() - cpu0,
+        # what woke the operator: passes it ran, and the watch events it read
+        "passes": operator.passes() - passes0,
+        "watch_events": {k: v for k, v in sorted(events.items()) if v},
+        "watch_wakes": {k: v for k, v in sorted(wakes.items()) if v},
+    }
+    if gap is not None:
+        figures["blink"] = gap
+    return figures
