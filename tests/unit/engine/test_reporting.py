@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from sro.engine.reporting import Written, newest_status
+
+pytestmark = pytest.mark.unit
 
 C0 = {"state": "Progressing", "message": "driver on 2 of 4 nodes"}
 C1 = {"state": "Progressing", "message": "driver on 3 of 4 nodes"}  # written, then S1 right after

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from sro.errors import Location
 from sro.hooks import base
 from sro.model import desired
+
+pytestmark = pytest.mark.unit
 
 
 def _pod() -> desired.DesiredObject:

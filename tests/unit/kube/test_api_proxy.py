@@ -40,3 +40,6 @@ async def test_session_does_not_trust_the_environment() -> None:
         assert session.connector is not None and session.connector.limit == 3
     finally:
         await session.close()
+
+
+pytestmark = pytest.mark.unit

@@ -294,6 +294,9 @@ def test_an_exec_plugin_that_is_not_there_names_its_hint(tmp_path: Path) -> None
         asyncio.run(plugin.header())
 
 
+pytestmark = pytest.mark.unit
+
+
 def test_in_cluster_reads_the_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cert, _ = _pair()
     (tmp_path / "ca.crt").write_bytes(cert)

@@ -1,6 +1,10 @@
 """resourceVersions compared as numbers, and what is never compared."""
 
+import pytest
+
 from sro.model import bodies
+
+pytestmark = pytest.mark.unit
 
 
 def test_a_resource_version_is_the_number_it_is_and_anything_else_is_zero() -> None:

@@ -22,6 +22,8 @@ from builders import K1, K2, SR, bare_pod, ds, ds_pod, live, node, node_pods, ob
 from sro.model import desired, progress, views
 from sro.plan import judge, lifecycle, node_patches, observed, planner, walk, walk_memo
 
+pytestmark = pytest.mark.unit
+
 NODES = [f"n{i}" for i in range(8)]
 GROUPS = {n: (K1 if i % 2 else K2) for i, n in enumerate(NODES)}
 DAEMONSETS = ("driver-k1", "driver-k2", "plugin")

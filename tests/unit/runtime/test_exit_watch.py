@@ -10,6 +10,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 HUNG = textwrap.dedent(
     """
     import asyncio, threading, time
@@ -75,6 +77,9 @@ def _python(code: str) -> tuple[subprocess.CompletedProcess[str], float]:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     return done, time.monotonic() - started
+
+
+pytestmark = pytest.mark.unit
 
 
 def test_a_hung_exit_ends_the_process_with_1_and_logs_the_stuck_task_and_thread() -> None:

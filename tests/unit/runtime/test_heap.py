@@ -9,6 +9,8 @@ import pytest
 
 from sro.runtime import heap
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def restored_gc() -> Iterator[None]:
