@@ -85,7 +85,6 @@ class NodeView:
     kernel_version: str = ""  # status.nodeInfo.kernelVersion
     os_image: str = ""  # status.nodeInfo.osImage
     architecture: str = ""  # status.nodeInfo.architecture
-    extended: Mapping[str, str] = field(default_factory=_empty)  # allocatable entries with a "/" in the name
     resource_version: str = ""
 
     @property
@@ -105,7 +104,11 @@ class NodeView:
         and counts as unavailable), and it looks again on its own while it waits on a
         NotReady node (``sro.plan.upgrade``). At thousands of nodes heartbeats fall behind
         and the node controller flips nodes NotReady and back all the time; each flip woke
-        a full pass while the fleet stood still."""
+        a full pass while the fleet stood still.
+
+        Nor do extended resources (``status.allocatable``): nothing sro decides reads them,
+        and a device plugin's pod whose Ready the node controller withdrew may take them
+        off the node and put them back, every node of a blink a pass for nothing."""
         # The mappings themselves: they compare as mappings, with no sort (every Node event
         # of every heartbeat asks this of two views).
         taints = self.taints
@@ -118,7 +121,6 @@ class NodeView:
             self.kernel,
             self.os_image,
             self.architecture,
-            self.extended,
             self.annotations,
         )
 
@@ -134,7 +136,6 @@ class NodeView:
         ready = any(
             c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
         )
-        allocatable = status.get("allocatable") or {}
         return cls(
             name=str(meta.get("name", "")),
             labels=_frozen(meta.get("labels")),
@@ -155,7 +156,6 @@ class NodeView:
             kernel_version=_shared(info.get("kernelVersion", "")),
             os_image=_shared(info.get("osImage", "")),
             architecture=_shared(info.get("architecture", "")),
-            extended=_frozen({k: v for k, v in allocatable.items() if "/" in k}),
             resource_version=str(meta.get("resourceVersion", "")),
         )
 

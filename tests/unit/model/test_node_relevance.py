@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from sro.model import views
+
+pytestmark = pytest.mark.unit
 
 LABELLED = views.NodeView(
     name="n1",
@@ -65,3 +69,21 @@ def test_every_other_taint_is_read_beside_the_node_controllers() -> None:
 
 def test_the_resource_version_alone_is_not_read() -> None:
     assert dataclasses.replace(LABELLED, resource_version="99").relevant() == LABELLED.relevant()
+
+
+def test_devices_coming_and_going_in_allocatable_are_not_read() -> None:
+    """A device plugin whose pod lost Ready in a heartbeat gap may take its devices off the
+    node and put them back: nothing sro decides reads them, so no pass."""
+
+    def node(gpus: str | None) -> views.NodeView:
+        allocatable = {"cpu": "8", **({"nvidia.com/gpu": gpus} if gpus is not None else {})}
+        return views.NodeView.from_body(
+            {
+                "metadata": {"name": "n1", "labels": dict(LABELLED.labels)},
+                "status": {"allocatable": allocatable, "capacity": allocatable},
+            }
+        )
+
+    assert node("8").relevant() == node(None).relevant() == node("0").relevant()
+    relabelled = views.NodeView.from_body({"metadata": {"name": "n1", "labels": {"x": "2"}}})
+    assert relabelled.relevant() != node("8").relevant()
