@@ -183,7 +183,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             if args.profile:
                 operator.profile(out / "operator.spy")
             before, cpu0, steps0 = operator.requests(), operator.cpu_seconds(), operator.step_seconds()
-            events_before = operator.watch_events()
+            events_before, wakes_before = operator.watch_events(), operator.watch_wakes()
             plane0 = daemons.cpu_by_name(run.pids)
             started_wall = time.time()
             states = states_of(RECIPE)
@@ -208,6 +208,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             cpu = operator.cpu_seconds() - cpu0
             events_during = operator.watch_events()
             events_during.subtract(events_before)
+            wakes_during = operator.watch_wakes()
+            wakes_during.subtract(wakes_before)
             window = [
                 w for w in audit.read(run.audit_log) if started_wall <= w.time.timestamp() <= ready_wall
             ]
@@ -231,6 +233,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
                 # what the operator read while converging: its CPU is mostly theirs
                 "watch_events": {k: v for k, v in sorted(events_during.items()) if v},
+                "watch_wakes": {k: v for k, v in sorted(wakes_during.items()) if v},
                 **pod_creations(window),
             }
             if "not_ready" in figures:

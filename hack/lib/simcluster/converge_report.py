@@ -155,6 +155,14 @@ def table(figures: Mapping[str, Any]) -> str:
                 ", ".join(f"{k} {v}" for k, v in sorted(read.items(), key=lambda kv: -kv[1])[:6]),
             )
         )
+    woke = f["sro"].get("watch_wakes")
+    if woke:  # absent from figures of older runs
+        rows.append(
+            (
+                f"queue adds by watch events ({sum(woke.values())})",
+                ", ".join(f"{k} {v}" for k, v in sorted(woke.items(), key=lambda kv: -kv[1])[:6]),
+            )
+        )
     chain = f["sro"].get("chain")
     if chain:  # absent from figures of older runs
         rows.append(("sro's chain, per node and state", "p50 / p99 of each step (converge_steps)"))
