@@ -202,9 +202,7 @@ class Judge:
                 # the state stays Failed, for the same reason, until a replacement succeeds.
                 return readiness.failed(retry.reason or "Failed")
             return verdict
-        if live is not None and obj.kind in ("Deployment", "StatefulSet"):
-            return readiness.cluster_object(obj, live, seen.workload_pods_of(live))
-        return readiness.cluster_object(obj, live)
+        return readiness.cluster_object(obj, live, seen.workload_pods_of(live) if live is not None else ())
 
     def recorded(self, state: str, node: str) -> bool:
         return recorded(self._seen, sr_name=self._wanted.sr_name, state=state, node=node)

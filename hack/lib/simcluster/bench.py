@@ -20,15 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from simcluster import controlplane, daemons, kube, layout
+from simcluster import nodes as nodes_
 
 MB = 1024 * 1024
-
-
-def _ready(node: dict[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in node.get("status", {}).get("conditions") or []
-    )
 
 
 def rss(run: layout.RunDir) -> dict[str, int]:
@@ -101,7 +95,7 @@ async def observe(run: layout.RunDir, *, nodes: int, minutes: float, pods: bool)
         while True:
             listed = await client.get("/api/v1/nodes", request_seconds=120)
             items = listed["items"]
-            bad = [n["metadata"]["name"] for n in items if not _ready(n)]
+            bad = [n["metadata"]["name"] for n in items if not nodes_.ready(n)]
             checks += 1
             if len(items) != nodes or bad:
                 not_ready_seen += 1

@@ -22,26 +22,15 @@ import signal
 import time
 from typing import Any
 
-from simcluster import audit, converge_sro, daemons, kube, layout
+from simcluster import audit, converge_sro, daemons, kube, layout, nodes
 
 POLL = 5.0
 """Seconds between two counts of NotReady nodes while kwok is paused and coming back."""
 
 
-def _not_ready(nodes: list[dict[str, Any]]) -> int:
-    return sum(
-        1
-        for n in nodes
-        if not any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (n.get("status") or {}).get("conditions") or ()
-        )
-    )
-
-
 async def _count_not_ready(client: kube.Kube) -> int:
     listed = await client.get("/api/v1/nodes", request_seconds=120)
-    return _not_ready(listed["items"])
+    return sum(1 for n in listed["items"] if not nodes.ready(n))
 
 
 async def blink(run: layout.RunDir, client: kube.Kube, *, seconds: float, within: float) -> dict[str, Any]:

@@ -14,7 +14,10 @@ from typing import Any
 from simcluster import inventory, kube
 
 
-def _ready(node: dict[str, Any]) -> bool:
+def ready(node: dict[str, Any] | None) -> bool:
+    """Whether the node's kubelet (kwok) reports it Ready (None, a node not there: no)."""
+    if node is None:
+        return False
     for cond in node.get("status", {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             return bool(cond.get("status") == "True")
@@ -45,8 +48,8 @@ async def wait_ready(client: kube.Kube, names: Iterable[str], *, max_seconds: fl
     start = time.monotonic()
     while True:
         listed = await client.get("/api/v1/nodes", request_seconds=60)
-        ready = {n["metadata"]["name"] for n in listed.get("items", []) if _ready(n)}
-        missing = want - ready
+        reporting = {n["metadata"]["name"] for n in listed.get("items", []) if ready(n)}
+        missing = want - reporting
         if not missing:
             return time.monotonic() - start
         if time.monotonic() - start > max_seconds:

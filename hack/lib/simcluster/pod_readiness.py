@@ -19,7 +19,7 @@ import datetime
 import logging
 from typing import Any
 
-from simcluster import kube, pod_work
+from simcluster import kube, nodes, pod_work
 
 log = logging.getLogger("devsim.readiness")
 
@@ -29,11 +29,6 @@ def _condition(obj: dict[str, Any], kind: str) -> str:
         if c.get("type") == kind:
             return str(c.get("status", ""))
     return ""
-
-
-def node_reports(node: dict[str, Any] | None) -> bool:
-    """Whether the node's kubelet (kwok) reports it Ready."""
-    return node is not None and _condition(node, "Ready") == "True"
 
 
 def marked_not_ready(pod: dict[str, Any]) -> bool:
@@ -64,11 +59,11 @@ class Restorer:
             self.marked.get(name, {}).pop(meta["uid"], None)
             return
         self.marked.setdefault(name, {})[meta["uid"]] = (meta["namespace"], meta["name"])
-        if node_reports(node):
+        if nodes.ready(node):
             self.queue.put_nowait((meta["namespace"], meta["name"], meta["uid"]))
 
     def on_node(self, node: dict[str, Any]) -> None:
-        if node_reports(node):
+        if nodes.ready(node):
             for uid, (namespace, name) in self.marked.get(node["metadata"]["name"], {}).items():
                 self.queue.put_nowait((namespace, name, uid))
 
