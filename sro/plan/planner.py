@@ -109,12 +109,14 @@ def _to_apply(
             here = states.get(obj.state, _PENDING)
             if not here.open:
                 continue
-            ref = walked.ref(obj)
             if obj.kind == "Pod":
-                if _made(seen, ref):
-                    continue  # made already (most of them, once a node has walked): see below
                 if obj.wait and here.phase is progress.Phase.COMPLETE:
-                    continue  # it succeeded there and is gone since (the walk's record): not again
+                    # It ran there (the walk's record): not again, whether it is still
+                    # there or gone since. Asked first: most of a fleet's pods, once it walked.
+                    continue
+                ref = walked.ref(obj)
+                if _made(seen, ref):
+                    continue  # made already: see below
                 if ref in seen.objects:
                     continue  # a pod's spec is immutable: one that must change is deleted, then made again
             # Its labels come first: a pinned pod is refused by a node without them.
