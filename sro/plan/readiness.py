@@ -274,7 +274,7 @@ def reads_status(kind: str) -> bool:
 def withdrawn_only(live: observed_.LiveObject, pods: Sequence[views.PodView]) -> bool:
     """Whether a Deployment's or StatefulSet's status counts fewer ready replicas than it
     has only because the node controller withdrew ``Ready`` from some of its ``pods``: its
-    running pods, counting a withdrawn ``Ready`` as ``Ready`` (``views.PodView.as_judged``),
+    running pods, counting a withdrawn ``Ready`` as ``Ready`` (``views.PodView.judged``),
     are enough. A heartbeat gap on the node of a dashboard's one pod is no news of the
     dashboard, and judging it lost would take the state's label off every node (and the
     ``complete`` label that other SpecialResources' pods are placed by). A pod the cache

@@ -89,12 +89,12 @@ def _same_but_version(old: Any, new: Any) -> bool:
     """Two projections (frozen records such as ``PodView``) that differ in their
     ``resource_version`` alone: what changed is nothing the projection keeps (a pod's
     annotations, a condition no verdict reads), so no reconcile could act on it. A pod
-    is compared as the planner judges it (``PodView.as_judged``: a withdrawn Ready is
+    is compared as the planner judges it (``PodView.judged``: a withdrawn Ready is
     Ready)."""
     if old is None or new is None or not dataclasses.is_dataclass(old) or isinstance(old, type):
         return False
     if isinstance(old, views.PodView) and isinstance(new, views.PodView):
-        return old.as_judged() == new.as_judged()
+        return old.judged() == new.judged()
     if not hasattr(old, "resource_version"):
         return False
     return bool(dataclasses.replace(old, resource_version=new.resource_version) == new)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -51,3 +52,31 @@ def test_ready_withdrawn_while_the_containers_stay_ready_is_the_node_controllers
 def test_anything_else_not_ready_is_not_ready(body: dict[str, Any]) -> None:
     view = views.PodView.from_body(body)
     assert not view.ready and not view.ready_withdrawn
+
+
+def test_judged_counts_a_withdrawn_ready_as_ready_and_ignores_the_version() -> None:
+    ready = views.PodView.from_body(pod(ready="True", containers_ready="True"))
+    withdrawn = views.PodView.from_body(pod(ready="False", containers_ready="True"))
+    down = views.PodView.from_body(pod(ready="False", containers_ready="False"))
+    assert withdrawn.judged() == ready.judged()
+    assert down.judged() != ready.judged()
+    assert dataclasses.replace(ready, resource_version="9").judged() == ready.judged()
+
+
+_NOT_AS_IS = ("ready", "ready_withdrawn", "resource_version")
+_JUDGED_AS_IS = [f for f in dataclasses.fields(views.PodView) if f.name not in _NOT_AS_IS]
+
+
+@pytest.mark.parametrize("field", _JUDGED_AS_IS, ids=lambda f: f.name)
+def test_judged_sees_every_other_field(field: dataclasses.Field[Any]) -> None:
+    base = views.PodView.from_body(pod(ready="True", containers_ready="True"))
+    value = getattr(base, field.name)
+    if isinstance(value, bool):
+        other: Any = not value
+    elif isinstance(value, str):
+        other = value + "-changed"
+    elif isinstance(value, tuple):
+        other = (*value, views.ContainerState(name="extra"))
+    else:
+        other = {**value, "changed": "yes"}
+    assert dataclasses.replace(base, **{field.name: other}).judged() != base.judged()
