@@ -38,9 +38,12 @@ def _empty() -> Mapping[str, str]:
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, str]:
+    """``mapping`` read-only, every key and value ``_shared`` (written out here: a node's
+    labels are read on every event of it, and a function call per string was most of it)."""
     if not mapping:
         return _EMPTY
-    return MappingProxyType({_shared(k): _shared(v) for k, v in mapping.items()})
+    intern = sys.intern
+    return MappingProxyType({intern(str(k)): intern(str(v)) for k, v in mapping.items()})
 
 
 def _shared(value: Any) -> str:
