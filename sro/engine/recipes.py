@@ -53,7 +53,9 @@ class Catalog:
     def loader(self, name: str) -> Callable[[], recipe_.Recipe]:
         """Recipe ``name`` as a call that reads no cache (any thread may make it): the
         ConfigMap, if one holds the recipe, is read now, on the caller's thread."""
-        found = [v for v in self._configmaps() if v.labels.get(sources.RECIPE_LABEL) == name]
+        shown = [v for v in self._configmaps() if v.labels.get(sources.RECIPE_LABEL)]
+        self._compiled.retain({v.name for v in shown})  # what was compiled of a deleted one goes
+        found = [v for v in shown if v.labels.get(sources.RECIPE_LABEL) == name]
         candidates = sorted(found, key=lambda v: v.name)
         if not candidates:
             library = self._library

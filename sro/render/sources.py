@@ -19,7 +19,7 @@ import copy
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +115,16 @@ class Compiled:
         """The newest version of ``source`` that compiled, or None; compiles nothing."""
         with self._lock:
             return self._good.get(source)
+
+    def retain(self, sources: Collection[str]) -> None:
+        """Forget every source not in ``sources`` (ConfigMaps deleted since): what was
+        compiled of a recipe that is gone is no use, and a namespace whose recipe
+        ConfigMaps come and go under new names would otherwise keep every one."""
+        with self._lock:
+            for gone in [s for s in self._outcomes if s not in sources]:
+                del self._outcomes[gone]
+            for gone in [s for s in self._good if s not in sources]:
+                del self._good[gone]
 
 
 class Library:

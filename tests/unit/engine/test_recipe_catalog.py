@@ -86,3 +86,16 @@ async def test_a_configmap_version_that_fails_is_compiled_once(
             await compute.load_recipe(catalog.loader("demo"))
     assert len(compiles) == 2
     assert catalog.compiled("demo") is good  # the newest version that compiled
+
+
+async def test_a_deleted_configmap_recipe_is_forgotten(tmp_path: Path) -> None:
+    shown = [_configmap("1", "one")]
+    catalog = recipes.Catalog(_library(tmp_path), configmaps=lambda: shown, namespace="sro-system")
+    first = await compute.load_recipe(catalog.loader("demo"))
+    assert catalog.compiled("demo") is first
+    shown = []
+    from_directory = await compute.load_recipe(catalog.loader("demo"))  # the library's, now
+    assert from_directory is not first
+    shown = [_configmap("1", "one")]  # the same version shown again is compiled again: none was kept
+    again = await compute.load_recipe(catalog.loader("demo"))
+    assert again is not first and dict(again.node_selector) == {"acc": "one"}

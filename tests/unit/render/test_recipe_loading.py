@@ -273,3 +273,16 @@ def test_compiled_keeps_one_outcome_per_source_and_the_newest_that_compiled() ->
     with pytest.raises(ZeroDivisionError):  # only recipe errors are outcomes; others propagate
         memo.get("a", "3", lambda: 1 // 0)  # type: ignore[arg-type, return-value]
     assert memo.get("a", "1", refuse) is recipe  # and leave the last outcome as it was
+
+
+def test_compiled_forgets_the_sources_it_is_not_told_to_retain() -> None:
+    memo = sources.Compiled()
+    recipe = load({"recipe.yaml": "states: [{name: one}]\n", "one/a.yaml": DOC})
+    for source in ("kept", "gone"):
+        memo.get(source, "1", lambda: recipe)
+    memo.retain({"kept"})
+    assert memo.newest("kept") is recipe and memo.newest("gone") is None
+    calls: list[str] = []
+    memo.get("gone", "1", lambda: calls.append("again") or recipe)  # compiled anew: nothing was kept
+    memo.get("kept", "1", lambda: calls.append("kept") or recipe)  # kept: not compiled again
+    assert calls == ["again"]
