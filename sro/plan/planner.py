@@ -116,7 +116,7 @@ def _to_apply(
                     continue
                 ref = walked.ref(obj)
                 if _made(seen, ref):
-                    continue  # made already: see below
+                    continue  # made already, or succeeded and collected since the last pass
                 if ref in seen.objects:
                     continue  # a pod's spec is immutable: one that must change is deleted, then made again
             # Its labels come first: a pinned pod is refused by a node without them.
