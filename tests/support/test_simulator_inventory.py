@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import inventory
+from simcluster import host, inventory
 
 from sro.model import inventory as model_inventory
 from sro.model import views
@@ -57,6 +57,36 @@ def test_a_node_carries_nfd_labels_and_node_info_but_no_devices_in_capacity() ->
     assert json.loads(node["metadata"]["annotations"]["sim.sro.dev/devices"]) == {"nvidia.com/gpu": 8}
 
 
+def test_a_simulated_node_is_of_a_real_nodes_size_and_the_inventorys_labels_win() -> None:
+    (spec,) = inventory.parse(
+        {
+            "pools": [
+                {
+                    "name": "g",
+                    "count": 1,
+                    "kernel": "5.14.0-427.13.1.el9_4.x86_64",
+                    "os": {"id": "rhel", "versionId": "9.4"},
+                    "pci": ["10de"],
+                    "labels": {f"{NFD}/cpu-model.vendor_id": "AMD"},
+                }
+            ]
+        }
+    )
+    node = inventory.node_object(spec)
+    labels = node["metadata"]["labels"]
+    nfd = [k for k in labels if k.startswith(f"{NFD}/")]
+    assert len(nfd) >= 50  # NFD on a server publishes dozens of CPU and kernel labels
+    assert labels[f"{NFD}/cpu-model.vendor_id"] == "AMD"  # the pool's label, not the host default
+    listed = node["metadata"]["annotations"]["nfd.node.kubernetes.io/feature-labels"].split(",")
+    assert sorted(listed) == sorted(k.removeprefix(f"{NFD}/") for k in nfd)
+    images = node["status"]["images"]
+    assert 20 <= len(images) <= 50  # a kubelet reports at most nodeStatusMaxImages (50)
+    sizes = [i["sizeBytes"] for i in images]
+    assert sizes == sorted(sizes, reverse=True)
+    assert all(len(i["names"]) == 2 and "@sha256:" in i["names"][0] for i in images)
+    assert len(json.dumps(node)) > 8_000
+
+
 def test_an_inventory_with_an_unknown_key_is_refused() -> None:
     with pytest.raises(inventory.InventoryError, match="nodeSelectr"):
         inventory.parse(
@@ -92,7 +122,8 @@ def test_the_simulated_node_is_what_sro_render_reads_from_the_same_inventory() -
     assert simulated.keys() == rendered.keys()
     for name, node in rendered.items():
         sim = simulated[name]
-        assert {k: v for k, v in sim.labels.items() if k != "type"} == node.labels, name
+        besides = host.host_label_keys() | {"type"}
+        assert {k: v for k, v in sim.labels.items() if k not in besides} == node.labels, name
         assert (sim.taints, sim.kernel, sim.os_image, sim.architecture) == (
             node.taints,
             node.kernel,

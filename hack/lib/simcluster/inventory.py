@@ -16,6 +16,7 @@ import random
 import uuid
 from typing import Any
 
+from simcluster import host
 from sro.model import inventory as model_inventory
 
 NFD = model_inventory.NFD
@@ -129,11 +130,19 @@ def generate(
 
 
 def node_object(spec: NodeSpec) -> dict[str, Any]:
-    """The Node to create: sro.model.inventory's body plus what kwok and a kubelet add; no devices yet."""
+    """The Node to create: sro.model.inventory's body plus what NFD, kwok and a kubelet add
+    (at a real node's size: ``host``); no devices yet."""
     node = model_inventory.node_body(spec)
     meta = node["metadata"]
-    meta["labels"] = {"type": "kwok", **meta["labels"]}
-    annotations = {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0", **meta["annotations"]}
+    # What NFD and the platform publish besides, at a real node's size (``host``); the
+    # inventory's own labels win where they meet.
+    meta["labels"] = {**host.node_labels(arch=spec.arch), "type": "kwok", **meta["labels"]}
+    annotations = {
+        **host.node_annotations(name=spec.name, all_labels=meta["labels"]),
+        KWOK_ANNOTATION: "fake",
+        "node.alpha.kubernetes.io/ttl": "0",
+        **meta["annotations"],
+    }
     if spec.devices:
         annotations[DEVICES_ANNOTATION] = json.dumps(dict(spec.devices), sort_keys=True)
     meta["annotations"] = annotations
@@ -142,6 +151,7 @@ def node_object(spec: NodeSpec) -> dict[str, Any]:
         "capacity": dict(spec.capacity),
         "allocatable": dict(spec.capacity),
         "nodeInfo": node_info(spec.kernel, os_image=spec.os_image, arch=spec.arch, machine=ident.hex),
+        "images": host.node_images(),
     }
     return node
 
