@@ -84,6 +84,12 @@ class Metrics:
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60),
             registry=r,
         )
+        self.event_loop_lag = Histogram(
+            "sro_event_loop_lag_seconds",
+            "How much later than asked a probe of the event loop woke (sro.observe.looplag)",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=r,
+        )
         self.watch_restarts = Counter(
             "sro_watch_restarts", "Watch streams restarted", ["resource", "reason"], registry=r
         )
@@ -280,6 +286,11 @@ class Metrics:
     def workers_active(self, delta: int) -> None:
         self.active_workers.inc(delta)
         self.standard.active_workers.labels(controller=standard.CONTROLLER).inc(delta)
+
+    # -- sro.observe.looplag.LagMetrics ------------------------------------------------
+
+    def loop_lag(self, seconds: float) -> None:
+        self.event_loop_lag.observe(seconds)
 
     # -- leader election -------------------------------------------------------------
 

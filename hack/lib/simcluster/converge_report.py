@@ -155,6 +155,23 @@ def table(figures: Mapping[str, Any]) -> str:
                 ", ".join(f"{k} {v}" for k, v in sorted(read.items(), key=lambda kv: -kv[1])[:6]),
             )
         )
+    stalls = f["sro"].get("loop_stalls")
+    if stalls:  # absent from figures of older runs
+        rows.append(
+            (
+                "sro event loop: probes / late ≥ 0.25 s / ≥ 1 s / late in all",
+                f"{stalls['probes']:.0f} / {stalls['late_0.25s']:.0f} / {stalls['late_1s']:.0f}"
+                f" / {stalls['late_seconds']:.1f} s",
+            )
+        )
+    if "watch_restarts" in f["sro"]:
+        restarts = f["sro"]["watch_restarts"]
+        rows.append(
+            (
+                f"sro watch restarts during convergence ({sum(restarts.values())})",
+                ", ".join(f"{k} {v}" for k, v in sorted(restarts.items(), key=lambda kv: -kv[1])) or "none",
+            )
+        )
     woke = f["sro"].get("watch_wakes")
     if woke:  # absent from figures of older runs
         rows.append(

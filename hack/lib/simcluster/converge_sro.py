@@ -27,15 +27,7 @@ from simcluster import audit, converge_steps, daemons, kube, nodes
 
 JSON = dict[str, Any]
 SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
-_SAMPLE = re.compile(r"^sro_api_requests_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$")
-_STEP = re.compile(
-    r'^sro_reconcile_step_seconds_(?P<what>sum|count)\{step="(?P<step>\w+)"\}\s+(?P<value>\S+)$'
-)
-_EVENTS = re.compile(
-    r'^sro_watch_(?P<what>events|wakes)_total\{resource="(?P<resource>[^"]*)"\}\s+(?P<value>\S+)$'
-)
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-_GAUGE = re.compile(r"^(?P<name>sro_workqueue_depth|sro_active_workers)\s+(?P<value>\S+)$")
 
 
 def _free_port() -> int:
@@ -89,52 +81,69 @@ class Operator:
 
     def requests(self) -> Counter[tuple[str, str]]:
         """Requests sent so far, by (verb, resource), from the operator's own counter."""
-        text = self._get("/metrics") or ""
         counts: Counter[tuple[str, str]] = Counter()
-        for line in text.splitlines():
-            match = _SAMPLE.match(line.strip())
-            if match:
-                labels = dict(_LABEL.findall(match["labels"]))
-                counts[(labels.get("verb", ""), labels.get("resource", ""))] += int(float(match["value"]))
+        for labels, value in self.samples("sro_api_requests_total"):
+            counts[(labels.get("verb", ""), labels.get("resource", ""))] += int(value)
         return counts
 
     def step_seconds(self) -> dict[str, tuple[float, int]]:
         """Seconds and passes so far by reconcile step (read, render, plan, execute, finish)."""
-        text = self._get("/metrics") or ""
-        out: dict[str, tuple[float, int]] = {}
-        for line in text.splitlines():
-            match = _STEP.match(line.strip())
-            if match:
-                seconds, count = out.get(match["step"], (0.0, 0))
-                if match["what"] == "sum":
-                    seconds = float(match["value"])
-                else:
-                    count = int(float(match["value"]))
-                out[match["step"]] = (seconds, count)
-        return out
+        passes = {labels["step"]: int(v) for labels, v in self.samples("sro_reconcile_step_seconds_count")}
+        return {
+            labels["step"]: (seconds, passes.get(labels["step"], 0))
+            for labels, seconds in self.samples("sro_reconcile_step_seconds_sum")
+        }
 
     def watch_events(self) -> Counter[str]:
         """Watch events received so far, by resource (the operator's own counter)."""
-        return self._by_stream("events")
+        return self._by_stream("sro_watch_events_total")
 
     def watch_wakes(self) -> Counter[str]:
         """Work-queue adds watch events made so far, by resource: what ran the passes."""
-        return self._by_stream("wakes")
+        return self._by_stream("sro_watch_wakes_total")
 
-    def _by_stream(self, what: str) -> Counter[str]:
-        text = self._get("/metrics") or ""
+    def _by_stream(self, name: str) -> Counter[str]:
         counts: Counter[str] = Counter()
-        for line in text.splitlines():
-            match = _EVENTS.match(line.strip())
-            if match and match["what"] == what:
-                counts[match["resource"]] += int(float(match["value"]))
+        for labels, value in self.samples(name):
+            counts[labels.get("resource", "")] += int(value)
+        return counts
+
+    def samples(self, name: str) -> list[tuple[dict[str, str], float]]:
+        """Every sample of the series ``name`` on the operator's /metrics, with its labels."""
+        text = self._get("/metrics") or ""
+        pattern = re.compile(rf"^{re.escape(name)}(?:\{{(?P<labels>[^}}]*)\}})?\s+(?P<value>\S+)$")
+        return [
+            (dict(_LABEL.findall(m["labels"] or "")), float(m["value"]))
+            for m in map(pattern.match, text.splitlines())
+            if m
+        ]
+
+    def stalls(self) -> dict[str, float]:
+        """The event loop's probes so far (``sro.observe.looplag``): how many, and how many
+        woke late by a quarter second and by a second, the length of stall that costs a
+        watch at a converging fleet's event rate."""
+        late = {labels.get("le", ""): v for labels, v in self.samples("sro_event_loop_lag_seconds_bucket")}
+        probes = sum(v for _, v in self.samples("sro_event_loop_lag_seconds_count"))
+        return {
+            "probes": probes,
+            "late_0.25s": probes - late.get("0.25", probes),
+            "late_1s": probes - late.get("1.0", probes),
+            "late_seconds": sum(v for _, v in self.samples("sro_event_loop_lag_seconds_sum")),
+        }
+
+    def watch_restarts(self) -> Counter[str]:
+        """Watch streams restarted so far, by ``resource reason`` (closed by the server at its
+        timeout, or for a slow reader; an error; inactive; expired)."""
+        counts: Counter[str] = Counter()
+        for labels, value in self.samples("sro_watch_restarts_total"):
+            if value:
+                counts[f"{labels.get('resource', '')} {labels.get('reason', '')}"] += int(value)
         return counts
 
     def busy(self) -> bool:
         """Whether a key waits in the queue or a worker is in a pass (its own gauges)."""
-        text = self._get("/metrics") or ""
-        values = {m["name"]: float(m["value"]) for m in map(_GAUGE.match, text.splitlines()) if m}
-        return values.get("sro_workqueue_depth", 1.0) > 0 or values.get("sro_active_workers", 1.0) > 0
+        held = [v for name in ("sro_workqueue_depth", "sro_active_workers") for _, v in self.samples(name)]
+        return len(held) < 2 or any(v > 0 for v in held)
 
     def passes(self) -> int:
         """Reconcile passes so far (those that got as far as reading the caches)."""
