@@ -86,6 +86,20 @@ def node(body: Mapping[str, Any]) -> views.NodeView:
     return views.NodeView.from_body(body)
 
 
+def node_again(body: Mapping[str, Any], previous: views.NodeView) -> views.NodeView:
+    """A new version of a cached node: its unchanged labels are taken from ``previous``."""
+    return views.NodeView.from_body(body, previous=previous)
+
+
+def again_for_kind(api_version: str, kind: str) -> Callable[[Mapping[str, Any], Any], Any] | None:
+    """The projection of a new version of a cached object that reuses the stored one's
+    unchanged parts (``store.Store``'s ``project_again``): Nodes, whose every event, each
+    heartbeat included, carries a hundred labels that rarely change."""
+    if api_version == "v1" and kind == "Node":
+        return node_again
+    return None
+
+
 def pod(body: Mapping[str, Any]) -> views.PodView:
     return views.PodView.from_body(body)
 

@@ -77,8 +77,11 @@ class Store(Generic[V]):
         indexers: Mapping[str, Indexer[V]] | None = None,
         keep_gone: Callable[[V], bool] | None = None,
         journal_index: str = "",
+        project_again: Callable[[Mapping[str, Any], V], V] | None = None,
     ) -> None:
-        """``journal_index``: the index whose values ``changed_since`` reports (none: "")."""
+        """``journal_index``: the index whose values ``changed_since`` reports (none: "").
+        ``project_again``: the projection of a new version of an object already stored,
+        given its stored value to take unchanged parts from (none: ``project``)."""
         self.resource = resource
         self._epoch = next(_EPOCHS)
         self._seq = 0
@@ -90,6 +93,7 @@ class Store(Generic[V]):
         self._gone: collections.deque[tuple[int, V]] = collections.deque(maxlen=GONE_KEPT)
         self._gone_seq = 0
         self._project = project
+        self._project_again = project_again
         self._indexers = dict(indexers or {})
         self._items: dict[Key, V] = {}
         self._versions: dict[Key, str] = {}
@@ -106,7 +110,13 @@ class Store(Generic[V]):
         version = _version_of(body)
         if version and self._versions.get(key) == version:
             return None
-        return self._put(key, version, self._project(body))
+        return self._put(key, version, self._projected(key, body))
+
+    def _projected(self, key: Key, body: Mapping[str, Any]) -> V:
+        old = self._items.get(key) if self._project_again is not None else None
+        if old is None or self._project_again is None:
+            return self._project(body)
+        return self._project_again(body, old)
 
     def delete(self, body: Mapping[str, Any]) -> Change[V] | None:
         return self._delete_key(key_of(body))
@@ -278,7 +288,7 @@ class Relist(Generic[V]):
             if version and stored.get(key) == version:
                 self._fresh[key] = None
             else:
-                self._fresh[key] = (version, self._store._project(body))
+                self._fresh[key] = (version, self._store._projected(key, body))
         return count
 
     def __len__(self) -> int:

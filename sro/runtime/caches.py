@@ -210,6 +210,7 @@ class Caches:
             indexers=indexes.for_kind(spec.api_version, spec.kind),
             keep_gone=projections.kept_when_gone(spec.api_version, spec.kind),
             journal_index=indexes.journal_for(spec.api_version, spec.kind),
+            project_again=projections.again_for_kind(spec.api_version, spec.kind),
         )
         reflector: reflector_.Reflector[Any] = reflector_.Reflector(
             api=api,

@@ -242,3 +242,55 @@ def test_a_store_without_a_journal_index_journals_keys_only() -> None:
     cursor = s.cursor
     s.upsert({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "resourceVersion": "1"}})
     assert s.changed_since(cursor) == store.Since(keys=frozenset({("", "n1")}), values=frozenset())
+
+
+def node(name: str, labels: dict, *, rv: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "resourceVersion": rv, "labels": labels},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": rv}]},
+    }
+
+
+def nodes() -> store.Store[views.NodeView]:
+    return store.Store(
+        resource="nodes",
+        project=projections.node,
+        project_again=projections.again_for_kind("v1", "Node"),
+    )
+
+
+def test_a_heartbeat_keeps_the_stored_nodes_labels_and_a_relabel_replaces_them() -> None:
+    s = nodes()
+    labels = {f"feature.node.kubernetes.io/cpu-cpuid.F{i}": "true" for i in range(90)}
+    first = s.upsert(node("n1", labels, rv="1"))
+    beat = s.upsert(node("n1", dict(labels), rv="2"))  # equal labels, a new dict: as decoded
+    assert first is not None and first.new is not None and beat is not None and beat.new is not None
+    assert beat.new.labels is first.new.labels  # taken again, not interned again
+    assert beat.new.resource_version == "2"
+    relabelled = s.upsert(node("n1", {**labels, "gpu": "yes"}, rv="3"))
+    assert relabelled is not None and relabelled.new is not None
+    assert relabelled.new.labels is not first.new.labels
+    assert dict(relabelled.new.labels) == {**labels, "gpu": "yes"}
+    # A relist projects against the stored view the same way.
+    fresh = s.relist()
+    fresh.add([node("n1", {**labels, "gpu": "yes"}, rv="4")])
+    (change,) = fresh.commit("4")
+    assert change.new is not None and change.new.labels is relabelled.new.labels
+
+
+def test_a_label_the_body_holds_as_another_type_is_projected_again_as_a_string() -> None:
+    s = nodes()
+    s.upsert(node("n1", {"count": "1"}, rv="1"))
+    change = s.upsert(node("n1", {"count": 1}, rv="2"))  # not what the API server sends; still read right
+    assert change is not None and change.new is not None and change.new.labels == {"count": "1"}
+    emptied = s.upsert(node("n1", {}, rv="3"))
+    assert emptied is not None and emptied.new is not None and dict(emptied.new.labels) == {}
+    again = s.upsert({**node("n1", {}, rv="4"), "metadata": {"name": "n1", "resourceVersion": "4"}})
+    assert again is not None and again.new is not None and dict(again.new.labels) == {}
+
+
+def test_kinds_other_than_node_have_no_second_projection() -> None:
+    assert projections.again_for_kind("v1", "Pod") is None
+    assert projections.again_for_kind("apps/v1", "DaemonSet") is None
