@@ -49,7 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "diff": _diff,
     }[args.command]
     try:
-        return handler(args)
+        try:
+            return handler(args)
+        except BaseExceptionGroup as group:
+            # A task group (the watches, the workers) ends with its failures wrapped; the
+            # first one is what went wrong, said like any other.
+            raise _first_of(group) from group
     except errors.UsageError as exc:
         print(f"sro {args.command}: {_one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -64,6 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = " ".join(str(exc).split())[:300]
         print(f"sro {args.command}: {type(exc).__name__}: {text}", file=sys.stderr)
         return 1
+
+
+def _first_of(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first exception a (possibly nested) exception group holds."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _version(args: argparse.Namespace) -> int:
