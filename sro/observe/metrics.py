@@ -35,7 +35,7 @@ from sro.observe import children, standard
 from sro.plan import upgrade_records
 
 RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
-WATCH_RESTART_REASONS = ("closed", "error", "inactive", "expired")
+WATCH_RESTART_REASONS = ("closed", "closed_early", "error", "inactive", "expired")
 RELIST_REASONS = ("initial", "expired", "expired_again")
 PHASES = ("Pending", "Progressing", "Complete", "Failed")
 """The phases of a state on a node (``sro.model.progress.Phase``), each published per state."""

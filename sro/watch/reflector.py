@@ -69,6 +69,12 @@ def stream_name(plural: str, namespace: str = "") -> str:
     return plural if not namespace else f"{plural}.{namespace}"
 
 
+EARLY_CLOSE = 0.9
+"""A watch the server ends before this share of the timeout it was asked for was cut short
+(the server's own timeout lands within a second of it): counted and logged apart from the
+routine close, as it means the server dropped the watcher."""
+
+
 class _Inactive(Exception):
     """The stream went silent past the inactivity timeout."""
 
@@ -127,10 +133,10 @@ class Reflector(Generic[V]):
                 if relist is not None:
                     await self._list(list_from, reason=relist)
                     relist = None
-                await self._watch()
+                closed = await self._watch()
                 self._backoff.healthy()
                 self._relist_backoff.healthy()
-                self._restarted("closed")
+                self._restarted(closed)
             except errors.Expired as exc:
                 self._restarted("expired")
                 if relist is None:
@@ -221,17 +227,19 @@ class Reflector(Generic[V]):
         self._metrics.cache_size(resource=self.name, size=len(self.store))
         self.synced.set()
 
-    async def _watch(self) -> None:
+    async def _watch(self) -> str:
+        """Watch until the stream ends; how it ended: ``closed`` at the timeout asked for,
+        ``closed_early`` well before it (the API server dropped the watcher: one that reads
+        too slowly for the server's buffer, or a server going away)."""
         loop = asyncio.get_running_loop()
         inactivity = self._settings.inactivity_timeout
+        timeout = random.randint(self._settings.server_timeout_min, self._settings.server_timeout_max)
         params = {
             **self._params(),
             "watch": "1",
             "resourceVersion": self._rv,
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(
-                random.randint(self._settings.server_timeout_min, self._settings.server_timeout_max)
-            ),
+            "timeoutSeconds": str(timeout),
         }
         started = loop.time()
         seen = 0
@@ -259,8 +267,19 @@ class Reflector(Generic[V]):
                         self._handle(event)
             except TimeoutError as exc:
                 raise _Inactive(f"no event for {inactivity:.0f} s") from exc
-        if not seen and loop.time() - started < self._settings.min_watch_duration:
+        lasted = loop.time() - started
+        if not seen and lasted < self._settings.min_watch_duration:
             raise _VeryShort("watch closed at once without any event")
+        if lasted < timeout * EARLY_CLOSE:
+            self._log.info(
+                "watch closed by the server before its timeout: resuming",
+                lasted=round(lasted, 1),
+                timeout=timeout,
+                events=seen,
+                resource_version=self._rv,
+            )
+            return "closed_early"
+        return "closed"
 
     def _handle(self, event: events.WatchEvent) -> None:
         self._metrics.watch_event(resource=self.name)
