@@ -28,22 +28,18 @@ def test_the_documented_example_inventory_parses() -> None:
     assert [s.pool for s in broken] == ["gpu-rhel92-broken"]
 
 
+def one_node(**pool: object) -> dict:
+    """The Node object of a one-node pool of NVIDIA machines with ``pool``'s fields."""
+    (spec,) = inventory.parse({"pools": [{"name": "g", "count": 1, "pci": ["10de"], **pool}]})
+    return inventory.node_object(spec)
+
+
 def test_a_node_carries_nfd_labels_and_node_info_but_no_devices_in_capacity() -> None:
-    (spec,) = inventory.parse(
-        {
-            "pools": [
-                {
-                    "name": "g",
-                    "count": 1,
-                    "kernel": "5.15.0-105-generic",
-                    "os": {"id": "ubuntu", "versionId": "22.04"},
-                    "pci": ["10de"],
-                    "devices": {"nvidia.com/gpu": 8},
-                }
-            ]
-        }
+    node = one_node(
+        kernel="5.15.0-105-generic",
+        os={"id": "ubuntu", "versionId": "22.04"},
+        devices={"nvidia.com/gpu": 8},
     )
-    node = inventory.node_object(spec)
     labels = node["metadata"]["labels"]
     assert labels[f"{NFD}/kernel-version.full"] == "5.15.0-105-generic"
     assert (labels[f"{NFD}/kernel-version.major"], labels[f"{NFD}/kernel-version.minor"]) == ("5", "15")
@@ -58,21 +54,11 @@ def test_a_node_carries_nfd_labels_and_node_info_but_no_devices_in_capacity() ->
 
 
 def test_a_simulated_node_is_of_a_real_nodes_size_and_the_inventorys_labels_win() -> None:
-    (spec,) = inventory.parse(
-        {
-            "pools": [
-                {
-                    "name": "g",
-                    "count": 1,
-                    "kernel": "5.14.0-427.13.1.el9_4.x86_64",
-                    "os": {"id": "rhel", "versionId": "9.4"},
-                    "pci": ["10de"],
-                    "labels": {f"{NFD}/cpu-model.vendor_id": "AMD"},
-                }
-            ]
-        }
+    node = one_node(
+        kernel="5.14.0-427.13.1.el9_4.x86_64",
+        os={"id": "rhel", "versionId": "9.4"},
+        labels={f"{NFD}/cpu-model.vendor_id": "AMD"},
     )
-    node = inventory.node_object(spec)
     labels = node["metadata"]["labels"]
     nfd = [k for k in labels if k.startswith(f"{NFD}/")]
     assert len(nfd) >= 50  # NFD on a server publishes dozens of CPU and kernel labels
