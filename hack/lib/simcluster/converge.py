@@ -293,7 +293,7 @@ def main(argv: list[str]) -> int:
         type=float,
         default=0,
         metavar="SECONDS",
-        help="pause the simulated kubelets (kwok) this long at the start of the idle window: "
+        help="pause the simulated kubelets (kwok and devsim) this long at the start of the idle window: "
         "past the node controller's 200 s grace period every node goes NotReady and back "
         "(converge_idle)",
     )

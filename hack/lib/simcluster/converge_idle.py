@@ -5,10 +5,10 @@ What it did in the window is counted from its own counters (requests, CPU, passe
 watch events that woke it) and from the audit log (its writes, split by verb, resource
 and subresource: who wrote what is the first question when the count is not zero).
 
-``--blink SECONDS`` pauses the simulated kubelets (kwok, SIGSTOP to its recorded pid) at the
+``--blink SECONDS`` pauses the simulated kubelets (kwok and devsim, SIGSTOP to their recorded pids) at the
 start of the window, for longer than the node controller's grace period (``hack/cluster``
 sets 200 s): every node goes NotReady, the node controller takes ``Ready`` from every pod
-and taints the nodes, and when kwok runs again (SIGCONT) it all comes back. That is what
+and taints the nodes, and when they run again (SIGCONT) it all comes back. That is what
 a large fleet does all the time while heartbeats lag (at 5,000 simulated nodes, hundreds of
 nodes at a time), and nothing of it is news of a driver: the operator should write nothing
 through it. The window goes on until every node reports Ready again and ``--idle`` seconds
@@ -24,8 +24,10 @@ from typing import Any
 
 from simcluster import audit, converge_sro, daemons, kube, layout, nodes
 
+KUBELETS = ("kwok", "devsim")
+"""What the simulated kubelets are: kwok renews the Leases, devsim reports node status."""
 POLL = 5.0
-"""Seconds between two counts of NotReady nodes while kwok is paused and coming back."""
+"""Seconds between two counts of NotReady nodes while the kubelets are paused and coming back."""
 
 
 async def _count_not_ready(client: kube.Kube) -> int:
@@ -34,11 +36,15 @@ async def _count_not_ready(client: kube.Kube) -> int:
 
 
 async def blink(run: layout.RunDir, client: kube.Kube, *, seconds: float, within: float) -> dict[str, Any]:
-    """Pauses kwok for ``seconds``, then waits (up to ``within``) for every node to be Ready;
-    how many were NotReady at most, and how long they took to come back."""
-    record = daemons.load(run.pids, "kwok")
-    if record is None or not daemons.send(record, signal.SIGSTOP):
-        raise RuntimeError("kwok is not running: no heartbeat gap to make")
+    """Pauses the simulated kubelets for ``seconds``, then waits (up to ``within``) for every
+    node to be Ready; how many were NotReady at most, and how long they took to come back."""
+    records = [daemons.load(run.pids, name) for name in KUBELETS]
+    for name, record in zip(KUBELETS, records, strict=True):
+        if record is None or not daemons.send(record, signal.SIGSTOP):
+            for other in records:  # what was paused runs again
+                if other is not None:
+                    daemons.send(other, signal.SIGCONT)
+            raise RuntimeError(f"{name} is not running: no heartbeat gap to make")
     paused = time.monotonic()
     worst = 0
     try:
@@ -47,9 +53,11 @@ async def blink(run: layout.RunDir, client: kube.Kube, *, seconds: float, within
             await asyncio.sleep(min(POLL, max(0.0, seconds - (time.monotonic() - paused))))
         worst = max(worst, await _count_not_ready(client))
     finally:
-        daemons.send(record, signal.SIGCONT)
+        for record in records:
+            if record is not None:
+                daemons.send(record, signal.SIGCONT)
     resumed = time.monotonic()
-    print(f"idle: kwok paused {seconds:.0f} s, {worst} nodes NotReady at most; resumed", flush=True)
+    print(f"idle: kubelets paused {seconds:.0f} s, {worst} nodes NotReady at most; resumed", flush=True)
     left = worst
     while left and time.monotonic() - resumed < within:
         await asyncio.sleep(POLL)

@@ -200,7 +200,7 @@ def table(figures: Mapping[str, Any]) -> str:
         if gap:
             rows.append(
                 (
-                    f"  kwok paused {gap['paused_seconds']:.0f} s at its start",
+                    f"  kubelets (kwok, devsim) paused {gap['paused_seconds']:.0f} s at its start",
                     f"{gap['nodes_not_ready_max']} nodes NotReady at most, all Ready again "
                     f"{gap['seconds_to_ready_again']:.0f} s after ({gap['nodes_not_ready_after']} not)",
                 )

@@ -6,10 +6,10 @@ whether its image exists depends on the cluster's list of missing images, and a
 device plugin makes devices appear on its node. This process watches pods, nodes and
 that list, and records each decision as pod annotations the Stages select on
 (see hack/kwok/README.md), or patches the node's capacity; and it puts back the pod
-readiness a node controller took while the node's heartbeats lagged, and finishes the
-deletion of pods being deleted, each by its uid, as a kubelet does (``pod_readiness``,
-``pod_deletion``). It is started by
-``hack/cluster up`` and stopped by ``down``.
+readiness a node controller took while the node's heartbeats lagged, finishes the
+deletion of pods being deleted, each by its uid, and reports each node's status every
+five minutes, as a kubelet does (``pod_readiness``, ``pod_deletion``, ``node_status``).
+It is started by ``hack/cluster up`` and stopped by ``down``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from simcluster import (
     kube,
     layout,
     node_images,
+    node_status,
     pod_deletion,
     pod_readiness,
     pod_work,
@@ -140,10 +141,12 @@ class Simulator:
         self.images = node_images.NodeImages()
         self.readiness = pod_readiness.Restorer(client)
         self.deletion = pod_deletion.Finisher(client)
+        self.status = node_status.Reporter(client)
 
     # --- nodes -------------------------------------------------------------
     def on_node(self, kind: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]
+        self.status.on_node(kind, node)
         if kind == "DELETED":
             self.nodes.pop(name, None)
             return
@@ -151,6 +154,11 @@ class Simulator:
         self.readiness.on_node(node)
         if node_devices(node):
             self.mark_node(name)
+
+    def forget_nodes(self) -> None:
+        """Before a relist: the nodes come again as they are now."""
+        self.nodes.clear()
+        self.status.nodes.clear()
 
     def mark_node(self, name: str) -> None:
         if name not in self.node_dirty:
@@ -353,7 +361,7 @@ async def serve(run: layout.RunDir) -> None:
         synced = [asyncio.Event() for _ in range(3)]
         ns, cm = MISSING_IMAGES
         watches: list[Awaitable[None]] = [
-            kube.informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0], reset=sim.nodes.clear),
+            kube.informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0], reset=sim.forget_nodes),
             kube.informer(
                 client,
                 f"/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{cm}",
@@ -367,6 +375,8 @@ async def serve(run: layout.RunDir) -> None:
         tasks += [asyncio.ensure_future(sim.node_worker()) for _ in range(8)]
         tasks += [asyncio.ensure_future(sim.readiness.worker()) for _ in range(4)]
         tasks += [asyncio.ensure_future(sim.deletion.worker()) for _ in range(8)]
+        tasks.append(asyncio.ensure_future(sim.status.timer()))
+        tasks += [asyncio.ensure_future(sim.status.worker()) for _ in range(node_status.WORKERS)]
         for event in synced:
             await event.wait()
         await asyncio.to_thread((run.root / "devsim.ready").write_text, "ready\n")
