@@ -125,7 +125,6 @@ class Reporter:
         self.clock = clock
         self.nodes: dict[str, dict[str, Any]] = {}  # the Ready nodes kwok runs, by name
         self.queue: asyncio.Queue[str] = asyncio.Queue()
-        self.sent = 0
         self._changed = asyncio.Event()
 
     def on_node(self, kind: str, node: dict[str, Any]) -> None:
@@ -166,7 +165,6 @@ class Reporter:
             try:
                 now = datetime.datetime.now(datetime.UTC)
                 await self.client.patch(f"/api/v1/nodes/{name}/status", report(node, now=now), strategic=True)
-                self.sent += 1
             except kube.ApiError as e:
                 if e.status != 404:
                     log.warning("node %s: status report refused: %s", name, e)
