@@ -112,15 +112,29 @@ def _node(name: str, *, ready: str = "True", kwok: bool = True) -> dict[str, Any
 
 
 def test_only_ready_nodes_kwok_runs_are_reported() -> None:
-    reporter = node_status.Reporter(client=None, clock=lambda: 0.0)  # type: ignore[arg-type]
-    reporter.on_node("ADDED", _node("a"))
-    reporter.on_node("ADDED", _node("b", ready="Unknown"))
-    reporter.on_node("ADDED", _node("c", kwok=False))
-    assert sorted(reporter.nodes) == ["a"]
+    known: dict[str, dict[str, Any]] = {}  # devsim's view, as its informer keeps it
+    reporter = node_status.Reporter(client=None, known=known, clock=lambda: 0.0)  # type: ignore[arg-type]
+
+    def event(kind: str, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        if kind == "DELETED":
+            known.pop(name, None)
+        else:
+            known[name] = node
+        reporter.on_node(kind, node)
+
+    def reporting() -> list[str]:
+        return sorted(n for n in known if node_status.reporting(known.get(n)))
+
+    event("ADDED", _node("a"))
+    event("ADDED", _node("b", ready="Unknown"))
+    event("ADDED", _node("c", kwok=False))
+    assert reporting() == ["a"]
     assert len(reporter.schedule) == 2  # b reports again once kwok has it Ready
-    reporter.on_node("MODIFIED", _node("a", ready="False"))
-    assert not reporter.nodes
-    reporter.on_node("MODIFIED", _node("b"))
-    assert sorted(reporter.nodes) == ["b"]
-    reporter.on_node("DELETED", _node("b"))
-    assert not reporter.nodes and len(reporter.schedule) == 1
+    event("MODIFIED", _node("a", ready="False"))
+    assert reporting() == []
+    event("MODIFIED", _node("b"))
+    assert reporting() == ["b"]
+    event("DELETED", _node("b"))
+    assert reporting() == [] and len(reporter.schedule) == 1
+    assert not node_status.reporting(None)

@@ -141,7 +141,7 @@ class Simulator:
         self.images = node_images.NodeImages()
         self.readiness = pod_readiness.Restorer(client)
         self.deletion = pod_deletion.Finisher(client)
-        self.status = node_status.Reporter(client)
+        self.status = node_status.Reporter(client, self.nodes)
 
     # --- nodes -------------------------------------------------------------
     def on_node(self, kind: str, node: dict[str, Any]) -> None:
@@ -154,11 +154,6 @@ class Simulator:
         self.readiness.on_node(node)
         if node_devices(node):
             self.mark_node(name)
-
-    def forget_nodes(self) -> None:
-        """Before a relist: the nodes come again as they are now."""
-        self.nodes.clear()
-        self.status.nodes.clear()
 
     def mark_node(self, name: str) -> None:
         if name not in self.node_dirty:
@@ -361,7 +356,7 @@ async def serve(run: layout.RunDir) -> None:
         synced = [asyncio.Event() for _ in range(3)]
         ns, cm = MISSING_IMAGES
         watches: list[Awaitable[None]] = [
-            kube.informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0], reset=sim.forget_nodes),
+            kube.informer(client, "/api/v1/nodes", sim.on_node, synced=synced[0], reset=sim.nodes.clear),
             kube.informer(
                 client,
                 f"/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{cm}",

@@ -24,6 +24,8 @@ SIM = model_inventory.SIM
 DEVICES_ANNOTATION = f"{SIM}/devices"
 POOL_LABEL = model_inventory.POOL_LABEL
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_MANAGED = "fake"
+"""``KWOK_ANNOTATION``'s value on the nodes kwok runs (``controlplane``'s annotation selector)."""
 KUBELET_VERSION = "v1.36.3"
 
 # Kernels by OS release, newest errata last, as a real fleet would show them.
@@ -139,7 +141,7 @@ def node_object(spec: NodeSpec) -> dict[str, Any]:
     meta["labels"] = {**host.node_labels(arch=spec.arch), "type": "kwok", **meta["labels"]}
     annotations = {
         **host.node_annotations(name=spec.name, all_labels=meta["labels"]),
-        KWOK_ANNOTATION: "fake",
+        KWOK_ANNOTATION: KWOK_MANAGED,
         "node.alpha.kubernetes.io/ttl": "0",
         **meta["annotations"],
     }

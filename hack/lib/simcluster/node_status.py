@@ -27,21 +27,30 @@ import heapq
 import logging
 import random
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeGuard
 
-from simcluster import kube, nodes
+from simcluster import inventory, kube, nodes
 
 PERIOD = 300.0
 """Seconds between two reports of one node: a kubelet's ``nodeStatusReportFrequency``."""
 JITTER = 10.0
 """Up to this much later each time: a kubelet looks every ``nodeStatusUpdateFrequency``."""
-MANAGED = ("kwok.x-k8s.io/node", "fake")
-"""The annotation of the nodes kwok runs (``controlplane``'s ``--manage-nodes-with-annotation-selector``)."""
 WORKERS = 8
 """Reports in flight at once: at 5,000 nodes 17 a second, each a round trip to a busy API server."""
 
 log = logging.getLogger("devsim.status")
+
+
+def kwoks(node: dict[str, Any]) -> bool:
+    """Whether kwok runs the node (its annotation selector's annotation)."""
+    annotations = node["metadata"].get("annotations") or {}
+    return bool(annotations.get(inventory.KWOK_ANNOTATION) == inventory.KWOK_MANAGED)
+
+
+def reporting(node: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    """Whether the node reports now: there, kwok's, and Ready."""
+    return node is not None and kwoks(node) and nodes.ready(node)
 
 
 def report(node: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
@@ -111,34 +120,29 @@ class Schedule:
 
 
 class Reporter:
-    """devsim's part: the nodes it watches in, their reports out."""
+    """devsim's part: the nodes it watches scheduled, their reports out. ``known`` is
+    devsim's own view of the nodes, by name, read when a report is due."""
 
     def __init__(
         self,
         client: kube.Kube,
+        known: Mapping[str, dict[str, Any]],
         *,
         schedule: Schedule | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
+        self.known = known
         self.schedule = schedule or Schedule()
         self.clock = clock
-        self.nodes: dict[str, dict[str, Any]] = {}  # the Ready nodes kwok runs, by name
         self.queue: asyncio.Queue[str] = asyncio.Queue()
         self._changed = asyncio.Event()
 
     def on_node(self, kind: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]
-        annotations = node["metadata"].get("annotations") or {}
-        if kind == "DELETED" or annotations.get(MANAGED[0]) != MANAGED[1]:
-            self.nodes.pop(name, None)
+        if kind == "DELETED" or not kwoks(node):
             self.schedule.gone(name)
-            return
-        if nodes.ready(node):
-            self.nodes[name] = node
-        else:
-            self.nodes.pop(name, None)  # kwok's initialize Stage brings it back
-        if self.schedule.seen(name, now=self.clock()):
+        elif self.schedule.seen(name, now=self.clock()):
             self._changed.set()  # it may be due before the one the timer waits for
 
     async def timer(self) -> None:
@@ -159,9 +163,9 @@ class Reporter:
     async def worker(self) -> None:
         while True:
             name = await self.queue.get()
-            node = self.nodes.get(name)
-            if node is None:
-                continue  # NotReady or gone: no report
+            node = self.known.get(name)
+            if not reporting(node):
+                continue  # gone or NotReady (kwok's initialize Stage brings it back): no report
             try:
                 now = datetime.datetime.now(datetime.UTC)
                 await self.client.patch(f"/api/v1/nodes/{name}/status", report(node, now=now), strategic=True)
