@@ -1,8 +1,11 @@
 """Raw JSON requests and watch streams over one authenticated session.
 
 No generated models on the hot path: bodies are dicts. Every request has a connect
-and a read timeout; every stream a read timeout (``sock_read``), because a
-half-open TCP connection otherwise hangs forever. Transient failures (no answer,
+and a read timeout, because a half-open TCP connection otherwise hangs forever; a stream
+has one until its headers arrive, and then its reader bounds the gap between lines (the
+reflector's inactivity deadline, one timer moved a few times a minute: aiohttp's
+``sock_read`` arms a new timer and cancels the old for every chunk read, a fifth of the
+transport's cost of a node heartbeat). Transient failures (no answer,
 429, 5xx) are retried with jittered exponential backoff, and never sooner than the
 server's Retry-After (bounded by ``ApiSettings.retry_after_cap``); semantic 4xx
 answers (404, 409, 422...) are raised at once as typed errors, since only the caller
@@ -14,6 +17,7 @@ reflector honours a watch's Retry-After through ``retry_delay``.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import time
@@ -329,22 +333,26 @@ class Api:
 
     @asynccontextmanager
     async def stream(
-        self, path: str, *, params: Mapping[str, str], read_timeout: float, resource: str = ""
+        self, path: str, *, params: Mapping[str, str], open_timeout: float, resource: str = ""
     ) -> AsyncIterator[AsyncIterator[bytes]]:
-        """Open a streaming GET (a watch) and yield its lines; the stream closes on exit."""
+        """Open a streaming GET (a watch) and yield its lines; the stream closes on exit.
+
+        ``open_timeout`` bounds the wait for the answer's headers; from there the caller
+        must bound each wait for a line (no read timeout is left on the socket)."""
         timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self.settings.connect_timeout, sock_read=read_timeout
+            total=None, sock_connect=self.settings.connect_timeout, sock_read=None
         )
         started = time.monotonic()
         try:
-            resp = await self._session.get(
-                self.host + path,
-                params=params,
-                headers=await self._headers(None),
-                timeout=timeout,
-                server_hostname=self._server_hostname,
-                proxy=self._proxy,
-            )
+            async with asyncio.timeout(open_timeout):
+                resp = await self._session.get(
+                    self.host + path,
+                    params=params,
+                    headers=await self._headers(None),
+                    timeout=timeout,
+                    server_hostname=self._server_hostname,
+                    proxy=self._proxy,
+                )
         except (aiohttp.ClientError, TimeoutError) as exc:
             self._count("watch", "GET", path, resource=resource, code="error", started=None)
             raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc

@@ -40,12 +40,19 @@ class WatchEvent:
         return str(meta.get("resourceVersion", "") or "")
 
 
-def parse(line: bytes | str) -> WatchEvent | None:
-    """One stream line as an event; None for a blank keep-alive line."""
+SCHEMA_GROUPS = frozenset({"", "apps"})
+"""API groups whose objects the API server decodes into its own types (core: Nodes, Pods;
+apps: DaemonSets), so every integer in their events fits 64 bits (``decode.loads``'s
+``int64``). A custom resource keeps any number a client wrote."""
+
+
+def parse(line: bytes | str, *, int64: bool = False) -> WatchEvent | None:
+    """One stream line as an event; None for a blank keep-alive line. ``int64``: the
+    stream is of a kind in ``SCHEMA_GROUPS``."""
     if not line.strip():
         return None
     try:
-        raw = decode.loads(line)
+        raw = decode.loads(line, int64=int64)
     except ValueError as exc:
         raise MalformedEvent(f"watch line is not JSON: {str(line)[:120]!r}") from exc
     if not isinstance(raw, dict) or not isinstance(raw.get("object"), dict):

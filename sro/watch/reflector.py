@@ -101,6 +101,7 @@ class Reflector(Generic[V]):
         self.namespace = namespace
         self.label_selector = label_selector
         self.name = stream_name(resource.plural, namespace)
+        self._int64 = resource.group in events.SCHEMA_GROUPS
         self._api = api
         self._on_change = on_change
         self._settings = settings
@@ -245,7 +246,7 @@ class Reflector(Generic[V]):
         seen = 0
         path = self.resource.path(namespace=self.namespace)
         async with self._api.stream(
-            path, params=params, read_timeout=inactivity + 5, resource=self.resource.plural
+            path, params=params, open_timeout=inactivity, resource=self.resource.plural
         ) as lines:
             try:
                 async with asyncio.timeout(inactivity) as deadline:
@@ -260,7 +261,7 @@ class Reflector(Generic[V]):
                         if now - moved >= step:
                             deadline.reschedule(now + inactivity)
                             moved = now
-                        event = events.parse(line)
+                        event = events.parse(line, int64=self._int64)
                         if event is None:
                             continue
                         seen += 1

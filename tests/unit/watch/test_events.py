@@ -25,6 +25,21 @@ def test_an_error_event_keeps_its_status() -> None:
     assert ev is not None and ev.type is events.EventType.ERROR and ev.object["code"] == 410
 
 
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), 2**64 - 1, 10**18])
+def test_an_int64_stream_keeps_every_64_bit_integer_whole(value: int) -> None:
+    # A Node's or Pod's integers are 64 bits wide at most (SCHEMA_GROUPS): the fast path
+    # skips the scan for long digit runs and must still read each exactly, not as a float.
+    line = f'{{"type":"MODIFIED","object":{{"metadata":{{"labels":{{"id":"{value}"}}}},"n":{value}}}}}'
+    ev = events.parse(line.encode(), int64=True)
+    assert ev is not None and ev.object["n"] == value and type(ev.object["n"]) is int
+    assert ev.object["metadata"]["labels"]["id"] == str(value)
+
+
+def test_only_groups_the_api_server_types_itself_skip_the_wide_integer_scan() -> None:
+    assert {"", "apps"} <= events.SCHEMA_GROUPS
+    assert not any("." in group for group in events.SCHEMA_GROUPS)  # no custom resource's group
+
+
 def test_a_blank_line_is_a_keepalive() -> None:
     assert events.parse(b"\n") is None
 
