@@ -12,6 +12,7 @@ Settings come from ``sro.cli`` (flags with environment fallbacks) as one frozen
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -334,4 +335,6 @@ def build(settings: settings_.Settings) -> manager.Manager:
 async def run(settings: settings_.Settings) -> int:
     """Run the operator until SIGTERM/SIGINT (0) or a lost lease (1)."""
     logs.configure(format=settings.log.format, level=settings.log.level)
+    loop = type(asyncio.get_running_loop())
+    log.info("starting", version=sro.__version__, event_loop=loop.__module__.partition(".")[0])
     return await build(settings).run()

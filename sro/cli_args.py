@@ -296,6 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
         run, "--log-level", "SRO_LOG_LEVEL", "info", "lowest level logged: debug, info, warning or error",
         type=types.one_of("debug", "info", "warning", "error"), metavar="LEVEL",
     )  # fmt: skip
+    flag(
+        run, "--event-loop", "SRO_EVENT_LOOP", "uvloop",
+        "event loop: uvloop (asyncio's when uvloop is not installed) or asyncio",
+        type=types.one_of("uvloop", "asyncio"),
+    )  # fmt: skip
     flag(run, "--workers", "SRO_WORKERS", "4", "concurrent reconciles", type=types.positive)
     flag(
         run,

@@ -7,7 +7,8 @@ by the API server's audit log, that a restart under another operator image (an u
 sro itself) followed by an edit of fields no pod template is rendered from (the upgrade
 policy, a label) deletes no pod, whoever asks, and writes no DaemonSet.
 Also what the restarted operator exports about it: every state complete on its three
-nodes in ``sro_specialresource_state_nodes``, and a resource on every request counted.
+nodes in ``sro_specialresource_state_nodes``, a resource on every request counted, and
+the event loop it started on (uvloop) in its first lines.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ async def test_a_restart_while_ready_makes_no_write_and_leaves_status_unchanged(
     )
     requests = [m for m in operator.metrics() if m[0] == "sro_api_requests_total" and m[2]]
     assert operator.writes() == 0, requests
+    # and it runs on uvloop, as 'sro run' does unless told otherwise (--event-loop)
+    lines = operator.log_path.read_text().splitlines()
+    starting = [json.loads(line) for line in lines if '"starting"' in line]
+    assert [line["event_loop"] for line in starting] == ["uvloop"], starting
     after = srs.get(made.cluster, name)
     assert after is not None
     assert after["status"] == before["status"]

@@ -108,6 +108,7 @@ def test_a_bad_value_in_the_environment_is_refused_naming_the_variable(
         ("SRO_LEADER_ELECT", "maybe"),
         ("SRO_LOG_LEVEL", "verbose"),
         ("SRO_LOG_FORMAT", "xml"),
+        ("SRO_EVENT_LOOP", "trio"),
         ("SRO_NAMESPACE", "Not_A_Namespace"),
         ("SRO_METRICS_ADDR", "localhost"),
         ("SRO_HEALTH_PROBE_BIND_ADDRESS", "127.0.0.1:65536"),
@@ -119,6 +120,16 @@ def test_run_refuses_each_bad_environment_value(
 ) -> None:
     monkeypatch.setenv(env, value)
     assert f"(from {env})" in _one_line_exit_2(capsys, ["run"])
+
+
+def test_run_takes_uvloop_unless_asked_for_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvloop  # noqa: PLC0415 - a dependency of sro on this platform
+
+    assert cli.build_parser().parse_args(["run"]).event_loop == "uvloop"
+    assert cli._event_loop("uvloop") is uvloop.new_event_loop
+    monkeypatch.setenv("SRO_EVENT_LOOP", "asyncio")
+    chosen = cli.build_parser().parse_args(["run"]).event_loop
+    assert chosen == "asyncio" and cli._event_loop(chosen) is None  # asyncio.Runner's default loop
 
 
 def test_leader_election_stays_on_for_true_in_any_spelling(monkeypatch: pytest.MonkeyPatch) -> None:
