@@ -4,7 +4,7 @@ No generated models on the hot path: bodies are dicts. Every request has a conne
 and a read timeout, because a half-open TCP connection otherwise hangs forever; a stream
 has one until its headers arrive, and then its reader bounds the gap between lines (the
 reflector's inactivity deadline, one timer moved a few times a minute: aiohttp's
-``sock_read`` arms a new timer and cancels the old for every chunk read, a fifth of the
+``sock_read`` arms a new timer and cancels the old for every chunk read, a tenth of the
 transport's cost of a node heartbeat). Transient failures (no answer,
 429, 5xx) are retried with jittered exponential backoff, and never sooner than the
 server's Retry-After (bounded by ``ApiSettings.retry_after_cap``); semantic 4xx

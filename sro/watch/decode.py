@@ -49,7 +49,7 @@ def loads(data: bytes | str, *, int64: bool = False) -> Any:
 
     ``int64``: the text is an object of a kind whose schema the API server enforces (a
     Node, a Pod), so no integer in it is wider than 64 bits and orjson keeps each whole:
-    the scan for runs of 19 digits is skipped (a tenth of the decode of a node's
+    the scan for runs of 19 digits is skipped (a fifth of the decode of a node's
     heartbeat, thousands of them a minute on a large fleet)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) <= FAST_MAX and (int64 or _LONG_RUN not in raw.translate(_DIGITS)):  # microseconds
