@@ -6,11 +6,17 @@ extended resource gets a toleration for the same-named taint (ExtendedResourceTo
 
 from __future__ import annotations
 
+import datetime
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cluster import Cluster
 from support.waiting import wait_for_sync
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
+from simcluster import audit, pki
 
 pytestmark = pytest.mark.integration
 
@@ -28,6 +34,7 @@ def test_a_device_plugin_pod_brings_gpus_and_a_gpu_pod_lands_on_the_tainted_node
 ) -> None:
     pool = node_pool(count=1, devices={GPU: 8}, taints=[TAINT])
     node = pool.nodes[0]
+    start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)
     assert GPU not in capacity(cluster, node), "devices must not be in capacity before a plugin runs"
 
     cluster.apply(
@@ -53,6 +60,28 @@ def test_a_device_plugin_pod_brings_gpus_and_a_gpu_pod_lands_on_the_tainted_node
     wait_for_sync(lambda: capacity(cluster, node).get(GPU) == "8", timeout=60, message=f"{GPU} in capacity")
     allocatable = cluster.kubectl_json("get", "node", node)["status"]["allocatable"]
     assert allocatable[GPU] == "8"
+    # devsim writes as its own user, as a kubelet does, never as the harness's admin
+    devsim_user, _ = pki.CLIENTS["devsim"]
+    admin_user, _ = pki.CLIENTS["admin"]
+
+    def status_writers() -> set[str] | None:
+        """Who patched the node's status since the start, once devsim's patch is logged."""
+        writes = audit.matching(
+            audit.since(audit.read(cluster.audit_log), start),
+            verb="patch",
+            resource="nodes",
+            subresource="status",
+            name=node,
+        )
+        users = {w.user for w in writes}
+        return users if devsim_user in users else None
+
+    writers = wait_for_sync(
+        status_writers,
+        timeout=30,
+        message="devsim's patch of the node's capacity in the audit log",
+    )
+    assert admin_user not in writers
 
     cluster.apply(
         {

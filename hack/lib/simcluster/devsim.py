@@ -341,7 +341,7 @@ async def serve(run: layout.RunDir) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with kube.Kube(server=state.server, run=run) as client:
+    async with kube.Kube(server=state.server, run=run, who="devsim") as client:
         sim = Simulator(client, run)
 
         def reset_pods() -> None:

@@ -19,6 +19,9 @@ CLIENTS: dict[str, tuple[str, str | None]] = {
     "scheduler": ("system:kube-scheduler", None),
     # kwok writes the status of every node and pod, as all kubelets together would.
     "kwok": ("kwok", "system:masters"),
+    # devsim reports node status and devices and deletes pods as kubelets would; its own
+    # name keeps its writes apart from the harness's in the audit log.
+    "devsim": ("sro-devsim", "system:masters"),
 }
 SERVICE_IP = "10.0.0.1"
 
