@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sro.cache import store as store_
 from sro.engine import compute, execute, ports
@@ -31,6 +32,7 @@ class Memory:
 
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=dict)
     logs: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    log_reads: dict[str, datetime] = field(default_factory=dict)  # when each pod's tails were last asked for
     transient: finish.Transient | None = None
     summary: tuple[object, ...] = ()  # what peers saw of it last time (Engine._note_summary)
     sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
@@ -94,16 +96,23 @@ class Memory:
         )
 
     def observed(self, seen: observed_.Observed) -> None:
-        """After observing: keep the log tails of pods that still exist."""
+        """After observing: keep the log tails, and when they were read, of pods that still exist."""
         live_uids = {p.uid for p in seen.pods}
         self.logs = {uid: tails for uid, tails in self.logs.items() if uid in live_uids}
+        self.log_reads = {uid: at for uid, at in self.log_reads.items() if uid in live_uids}
 
     def planned(
-        self, planned: actions.Plan, *, cursors: tuple[store_.Cursor, store_.Cursor] | None = None
+        self,
+        planned: actions.Plan,
+        *,
+        now: datetime,
+        cursors: tuple[store_.Cursor, store_.Cursor] | None = None,
     ) -> None:
-        """After planning: the retry bookkeeping, and what the walk hands the next
-        (``cursors``: where the node and pod caches stood when the pass read them)."""
+        """After planning: the retry bookkeeping, when the tails this pass fetches were
+        asked for (``now``), and what the walk hands the next (``cursors``: where the node
+        and pod caches stood when the pass read them)."""
         self.retries = dict(planned.retries)
+        self.log_reads.update((r.uid, now) for r in planned.logs_needed)
         self.proven = planned.finished
         self.deleted.update((d.uid, None) for d in planned.delete if d.uid and d.ref.kind == "Pod")
         for uid in list(self.deleted)[: max(len(self.deleted) - DELETED_KEPT, 0)]:

@@ -27,7 +27,7 @@ from sro.plan import readiness
 
 TAIL_LINES = 2000
 """Lines read from the end of a log per fetch (polled every 1 to 10 s while waiting,
-``sro.plan.log_polls.log_poll``)."""
+``sro.plan.log_polls``)."""
 FETCH_BYTES = 256 * 1024
 """Cap on one fetch's size, whatever the lines' lengths."""
 

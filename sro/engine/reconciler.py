@@ -234,6 +234,7 @@ class Engine:
             previous=previous,
             recipe_source=str(recipe.source),
             logs=dict(memory.logs),
+            log_reads=dict(memory.log_reads),
             retries=memory.retries,
             drains=memory.drained,
             jobs=memory.jobs,
@@ -248,7 +249,7 @@ class Engine:
         )
         memory.observed(seen)
         planned = await compute.plan(wanted, seen, now=now)
-        memory.planned(planned, cursors=(nodes_at, pods_at))
+        memory.planned(planned, now=now, cursors=(nodes_at, pods_at))
         memory.rechecked = self._recheck(
             planned, memory.rechecked, jobs={v.uid for v in mine if v.ref.kind == "Job"}
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -214,6 +215,7 @@ def observe(
     previous: Mapping[str, Any],
     recipe_source: str,
     logs: Mapping[str, Mapping[str, str]] = MappingProxyType({}),
+    log_reads: Mapping[str, datetime] = MappingProxyType({}),
     retries: Mapping[desired.ObjectRef, observed_.Retry] = MappingProxyType({}),
     lagging: frozenset[tuple[str, str]] = frozenset(),
     images: Mapping[str, tuple[observed_.ImageCheck, ...]] = MappingProxyType({}),
@@ -248,6 +250,7 @@ def observe(
         pods_named=pods.relevant,
         workload_pods=tuple(pods.workload.values()),
         logs=logs,
+        log_reads=log_reads,
         retries=retries,
         previous_status=previous,
         taints=sr_taints(sr),

@@ -1,13 +1,23 @@
-"""When to fetch a waiting pod's log tail again.
+"""Which waiting pods' log tails to fetch this pass, and when to look again.
 
 Log tails do not come with watch events, so a state that waits for a line in a pod's log
-(``wait-for-logs``) is polled: the planner asks for a pass this long after the last one
-while any tail it needs has not matched.
+(``wait-for-logs``) is polled. Each pod is polled on its own clock: its tail is fetched
+when this process has not read it yet, or when its interval has passed since the last
+read (a quarter of the pod's age, between ``LOG_POLL_MIN`` and ``LOG_POLL``). A pass that
+comes sooner for another reason (any pod or node event) does not fetch it again: a
+thousand drivers still building would otherwise be read in full on every pass, each pass
+held until the last tail came back.
+
+At most ``PASS_LOG_READS`` tails go out per pass, pods never read first, then those that
+waited longest; the rest are asked for by the next pass, which comes at once. A fleet
+whose drivers all start together then has its first matches recorded while later tails
+are still being read, and no pass waits on thousands of reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sro.model import progress, times, views
@@ -19,19 +29,55 @@ LOG_POLL_MIN = timedelta(seconds=1)
 so a young pod is looked at often (every quarter of its age, at least this far apart),
 an old one every ``LOG_POLL``: few fetches, and no state left waiting ten seconds for a
 line printed right after the first look."""
+PASS_LOG_READS = 64
+"""Most pods whose tails one pass fetches: four round trips at the default 16 requests in
+flight, so a pass is never held long by reads (tails are up to 256 KiB each)."""
 
 
-def log_poll(
-    needed: Sequence[progress.LogRequest], pods: Sequence[views.PodView], *, now: datetime
-) -> timedelta | None:
-    """When to fetch log tails again: a quarter of the youngest waiting pod's age, between
-    ``LOG_POLL_MIN`` and ``LOG_POLL`` (a pod of unknown age waits the longest)."""
+@dataclass(frozen=True, kw_only=True)
+class Polls:
+    """The tails to fetch this pass, and how soon a pass must come for the next ones
+    (None: nothing waits for a tail)."""
+
+    due: tuple[progress.LogRequest, ...]
+    wake_in: timedelta | None
+
+
+def interval(created: datetime | None, *, now: datetime) -> timedelta:
+    """How long a pod created at ``created`` waits between two reads of its tail: a
+    quarter of its age, between ``LOG_POLL_MIN`` and ``LOG_POLL`` (unknown age: the longest)."""
+    if created is None:
+        return LOG_POLL
+    return min(LOG_POLL, max(LOG_POLL_MIN, max(now - created, timedelta(0)) / 4))
+
+
+def polls(
+    needed: Sequence[progress.LogRequest],
+    pods: Sequence[views.PodView],
+    *,
+    read: Mapping[str, datetime],
+    now: datetime,
+) -> Polls:
+    """Of the pods whose tails the walk needs, those due now (see the module docstring);
+    ``read``: when this process last asked for each pod's tails, by uid."""
     if not needed:
-        return None
+        return Polls(due=(), wake_in=None)
     created = {p.uid: p.created for p in pods}
-    youngest = LOG_POLL * 4
+    unread: list[progress.LogRequest] = []
+    again: list[tuple[datetime, progress.LogRequest]] = []
+    waits: list[timedelta] = []
     for request in needed:
-        born = times.parse(created.get(request.uid, ""))
-        if born is not None:
-            youngest = min(youngest, max(now - born, timedelta(0)))
-    return min(LOG_POLL, max(LOG_POLL_MIN, youngest / 4))
+        every = interval(times.parse(created.get(request.uid, "")), now=now)
+        last = read.get(request.uid)
+        if last is not None and now - last < every:
+            waits.append(last + every - now)
+            continue
+        if last is None:
+            unread.append(request)
+        else:
+            again.append((last, request))
+        waits.append(every)  # read now, it is due again this long from now
+    chosen = [*unread, *(request for _, request in sorted(again))]
+    if len(chosen) > PASS_LOG_READS:
+        return Polls(due=tuple(chosen[:PASS_LOG_READS]), wake_in=timedelta(0))
+    return Polls(due=tuple(chosen), wake_in=min(waits))

@@ -10,7 +10,9 @@ memory between reconciles (losing them on a restart only restarts a backoff or a
 
 * ``retries``: per-node pods that failed, how often and when (for the recreate backoff);
 * ``logs``: the last 4 KiB of each container log of pods the previous plan listed in
-  ``logs_needed``, keyed by pod uid, so a pod whose logs matched is not fetched again.
+  ``logs_needed``, keyed by pod uid, so a pod whose logs matched is not fetched again;
+* ``log_reads``: when a plan last listed each pod there, so a pod is read again only when
+  its poll interval has passed (``sro.plan.log_polls``).
 """
 
 from __future__ import annotations
@@ -213,6 +215,7 @@ class Preflight:
 NO_PREFLIGHT = Preflight()
 _NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
 _NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
+_NO_READS: Mapping[str, datetime] = MappingProxyType({})
 _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
 _NO_STATUS: Mapping[str, Any] = MappingProxyType({})
 
@@ -245,6 +248,8 @@ class Observed:
     objects: Mapping[desired.ObjectRef, LiveObject] = field(default_factory=lambda: _NO_OBJECTS)
     pods: tuple[views.PodView, ...] = ()
     logs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _NO_LOGS)
+    log_reads: Mapping[str, datetime] = field(default_factory=lambda: _NO_READS)
+    """Pod uid -> when a plan of this process last asked for its tails (engine memory)."""
     retries: Mapping[desired.ObjectRef, Retry] = field(default_factory=lambda: _NO_RETRIES)
     previous_status: Mapping[str, Any] = field(default_factory=lambda: _NO_STATUS)
     taints: tuple[views.Taint, ...] = ()

@@ -196,11 +196,12 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     )
     delete = tuple(d for d in candidates if lifecycle.fresh_enough(d, seen))
     held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
+    polled = log_polls.polls(walked.logs_needed, seen.pods, read=seen.log_reads, now=now)
     delays = [
         d
         for d in (
             retry.wake_in,
-            log_polls.log_poll(walked.logs_needed, seen.pods, now=now),
+            polled.wake_in,
             CATCH_UP if held else None,
             rollout.wake_in,
             made.wake_in,
@@ -269,7 +270,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
             *events.render_warnings(previous, status, warnings=wanted.warnings),
             *upgrade_status.events(previous, status),
         ),
-        logs_needed=(*walked.logs_needed, *made.logs_needed),
+        logs_needed=(*polled.due, *made.logs_needed),
         drains=rollout.drains,
         job_checks=rollout.job_checks,
         recheck=made.recheck,

@@ -10,6 +10,7 @@ process has read no tail yet, and its first pass still resets nothing and writes
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,6 +87,46 @@ async def test_a_driver_that_never_prints_its_ready_line_does_not_complete(
         waiting_for_the_pattern, timeout=90, message="the state waits for the pattern"
     )
     assert row["phase"] == "Progressing" and row["nodes"]["complete"] == 0
+    assert srs.status(made.cluster, name)["phase"] != "Ready"
+
+
+def log_reads(operator: Operator) -> float:
+    """The log tails the operator has fetched (``pods/log`` GETs)."""
+    return sum(
+        v
+        for n, labels, v in operator.metrics()
+        if n == "sro_api_requests_total" and labels.get("resource") == "pods/log"
+    )
+
+
+async def test_a_waiting_drivers_log_is_read_on_its_own_clock_not_by_every_pass(
+    made: Made, recipe_dir: Callable[..., Path], operator: Operator
+) -> None:
+    group, nodes = made.group("log", [UBUNTU])
+    text = "\\n".join(build_output(16 * 1024, "build"))  # never its ready line
+    recipe = unique("pollog")
+    recipe_dir(recipe, {"recipe.yaml": RECIPE, "state-driver/daemonset.yaml": daemonset(text)})
+    name = made.sr(srs.manifest(unique("pollog"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
+
+    def waiting_for_the_pattern() -> bool:
+        rows = srs.status(made.cluster, name).get("states") or []
+        return any(r["name"] == "state-driver" and "waiting for logs" in str(r.get("message")) for r in rows)
+
+    await waiting.wait_for(waiting_for_the_pattern, timeout=90, message="the state waits for the pattern")
+    assert log_reads(operator) >= 1
+    # Ten passes in quick succession, each woken by a change to the node that is not the
+    # driver's: none of them is a reason to read the tail again before its interval.
+    reads, started = log_reads(operator), time.monotonic()
+    for i in range(10):
+        before = operator.reconciles()
+        made.cluster.kubectl("label", "node", nodes[0], f"example.com/flap={i}", "--overwrite")
+        await waiting.wait_for(
+            lambda before=before: operator.reconciles() > before, timeout=30, interval=0.05, message="a pass"
+        )
+    elapsed = time.monotonic() - started
+    again = log_reads(operator) - reads
+    # At most one read per LOG_POLL_MIN (1 s), and one more for a read due as the window opened.
+    assert again <= elapsed + 1, (again, elapsed)
     assert srs.status(made.cluster, name)["phase"] != "Ready"
 
 

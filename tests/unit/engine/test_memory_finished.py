@@ -8,6 +8,7 @@ itself and that were not made again. Real stores, fed as the reflector feeds the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from sro.model import specialresource as sr_model
 from sro.plan import actions, lifecycle
 
 pytestmark = pytest.mark.unit
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 SR_UID = "sr-uid"
 
@@ -108,7 +111,8 @@ def test_only_its_own_pods_gone_since_the_last_pass_by_someone_else_and_not_made
         actions.Plan(
             apply=(), node_labels=(), status={},  # type: ignore[typeddict-item]
             delete=(lifecycle.Deletion(ref=ref("closed"), uid="u2"),),
-        )
+        ),
+        now=NOW,
     )  # fmt: skip
     collected(pods, pod("validate-n1", uid="u1", phase="Succeeded"))
     collected(pods, pod("closed", uid="u2", phase="Succeeded"))  # sro closed it: no proof
@@ -132,7 +136,7 @@ def test_proofs_the_plan_hands_on_come_back_until_the_pod_is_made_again() -> Non
     handed = actions.Plan(
         apply=(), node_labels=(), delete=(), status={}, finished=frozenset({ref("validate-n1")})
     )  # type: ignore[typeddict-item]
-    memory.planned(handed)
+    memory.planned(handed, now=NOW)
     assert read(memory, reader, sr) == {ref("validate-n1")}
     assert read(memory, reader, sr) == {ref("validate-n1")}  # until a plan drops it
     pods.upsert(pod("validate-n1", uid="u9", phase="Pending"))  # made again after all
