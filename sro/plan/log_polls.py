@@ -8,10 +8,11 @@ comes sooner for another reason (any pod or node event) does not fetch it again:
 thousand drivers still building would otherwise be read in full on every pass, each pass
 held until the last tail came back.
 
-At most ``PASS_LOG_READS`` tails go out per pass, pods never read first, then those that
-waited longest; the rest are asked for by the next pass, which comes at once. A fleet
-whose drivers all start together then has its first matches recorded while later tails
-are still being read, and no pass waits on thousands of reads.
+A pass fetches at most as many tails as it may make writes (``limit``: the planner's
+``PASS_WRITES``), pods never read first, then those that waited longest; the rest are
+asked for by the next pass, which comes at once. A fleet whose drivers all start together
+then has its first matches recorded while later tails are still being read, and no pass
+waits on thousands of reads.
 """
 
 from __future__ import annotations
@@ -29,9 +30,6 @@ LOG_POLL_MIN = timedelta(seconds=1)
 so a young pod is looked at often (every quarter of its age, at least this far apart),
 an old one every ``LOG_POLL``: few fetches, and no state left waiting ten seconds for a
 line printed right after the first look."""
-PASS_LOG_READS = 64
-"""Most pods whose tails one pass fetches: four round trips at the default 16 requests in
-flight, so a pass is never held long by reads (tails are up to 256 KiB each)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,9 +55,10 @@ def polls(
     *,
     read: Mapping[str, datetime],
     now: datetime,
+    limit: int,
 ) -> Polls:
-    """Of the pods whose tails the walk needs, those due now (see the module docstring);
-    ``read``: when this process last asked for each pod's tails, by uid."""
+    """Of the pods whose tails the walk needs, those due now, at most ``limit`` (see the
+    module docstring); ``read``: when this process last asked for each pod's tails, by uid."""
     if not needed:
         return Polls(due=(), wake_in=None)
     created = {p.uid: p.created for p in pods}
@@ -78,6 +77,6 @@ def polls(
             again.append((last, request))
         waits.append(every)  # read now, it is due again this long from now
     chosen = [*unread, *(request for _, request in sorted(again))]
-    if len(chosen) > PASS_LOG_READS:
-        return Polls(due=tuple(chosen[:PASS_LOG_READS]), wake_in=timedelta(0))
+    if len(chosen) > limit:
+        return Polls(due=tuple(chosen[:limit]), wake_in=timedelta(0))
     return Polls(due=tuple(chosen), wake_in=min(waits))

@@ -56,7 +56,8 @@ use, a permanent write failure), or whose recipe comes from a drop-in directory,
 again: directories are not watched, so an added, fixed or edited recipe is noticed within
 this time without a restart (reading the caches and the files writes nothing)."""
 PASS_WRITES = 256
-"""At most this many per-node objects and as many node changes per pass; the rest wait
+"""At most this many per-node objects, as many node changes and as many log tails
+(``log_polls``) per pass; the rest wait
 for the next pass, which comes at once. A pass is then bounded in time whatever the
 cluster's size (at 5,000 nodes one pass with every validation pod would outlast the
 reconcile timeout), and a node that just finished a state is seen by a pass that started
@@ -196,7 +197,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     )
     delete = tuple(d for d in candidates if lifecycle.fresh_enough(d, seen))
     held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
-    polled = log_polls.polls(walked.logs_needed, seen.pods, read=seen.log_reads, now=now)
+    polled = log_polls.polls(walked.logs_needed, seen.pods, read=seen.log_reads, now=now, limit=PASS_WRITES)
     delays = [
         d
         for d in (

@@ -17,6 +17,8 @@ from sro.plan import log_polls, planner
 
 pytestmark = pytest.mark.unit
 
+LIMIT = planner.PASS_WRITES  # what the planner hands
+
 
 def stamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -37,7 +39,7 @@ def waiting(count: int, *, age: timedelta) -> tuple[list[progress.LogRequest], l
 
 def test_a_pod_never_read_is_read_at_once_and_again_a_quarter_of_its_age_later() -> None:
     requests, pods = waiting(1, age=timedelta(seconds=20))
-    first = log_polls.polls(requests, pods, read={}, now=T0)
+    first = log_polls.polls(requests, pods, read={}, now=T0, limit=LIMIT)
     assert first.due == tuple(requests)
     assert first.wake_in == timedelta(seconds=5)
 
@@ -45,10 +47,10 @@ def test_a_pod_never_read_is_read_at_once_and_again_a_quarter_of_its_age_later()
 def test_a_pod_read_within_its_interval_is_not_read_again_by_a_pass_that_comes_sooner() -> None:
     requests, pods = waiting(1, age=timedelta(minutes=5))  # old: every LOG_POLL
     read = {requests[0].uid: T0 - timedelta(seconds=3)}
-    sooner = log_polls.polls(requests, pods, read=read, now=T0)
+    sooner = log_polls.polls(requests, pods, read=read, now=T0, limit=LIMIT)
     assert sooner.due == ()
     assert sooner.wake_in == log_polls.LOG_POLL - timedelta(seconds=3)
-    later = log_polls.polls(requests, pods, read=read, now=T0 + timedelta(seconds=7))
+    later = log_polls.polls(requests, pods, read=read, now=T0 + timedelta(seconds=7), limit=LIMIT)
     assert later.due == tuple(requests)
     assert later.wake_in == log_polls.LOG_POLL
 
@@ -62,37 +64,37 @@ def test_the_interval_is_a_quarter_of_the_age_between_its_bounds() -> None:
 
 
 def test_a_pass_reads_at_most_its_share_pods_never_read_first_and_the_next_pass_comes_at_once() -> None:
-    count = log_polls.PASS_LOG_READS * 2 + 10
+    count = LIMIT * 2 + 10
     requests, pods = waiting(count, age=timedelta(minutes=5))
     read = {r.uid: T0 - timedelta(seconds=60 - i) for i, r in enumerate(requests[:20])}  # 20 read long ago
-    first = log_polls.polls(requests, pods, read=read, now=T0)
-    assert len(first.due) == log_polls.PASS_LOG_READS
+    first = log_polls.polls(requests, pods, read=read, now=T0, limit=LIMIT)
+    assert len(first.due) == LIMIT
     assert first.wake_in == timedelta(0)
     assert not {r.uid for r in first.due} & set(read)  # every pod never read comes first
 
 
 def test_passes_read_every_waiting_pod_in_turn_none_starved() -> None:
-    count = log_polls.PASS_LOG_READS * 5 + 3
+    count = LIMIT * 5 + 3
     requests, pods = waiting(count, age=timedelta(minutes=5))
     read: dict[str, datetime] = {}
     now = T0
     reads: dict[str, list[datetime]] = {r.uid: [] for r in requests}
     for _ in range(40):  # 40 passes, 0.5 s apart unless told to come sooner
-        polled = log_polls.polls(requests, pods, read=read, now=now)
+        polled = log_polls.polls(requests, pods, read=read, now=now, limit=LIMIT)
         for r in polled.due:
             read[r.uid] = now
             reads[r.uid].append(now)
         assert polled.wake_in is not None
         now += max(polled.wake_in, timedelta(milliseconds=500))
     assert all(reads.values()), "every pod was read"
-    first_round = math.ceil(count / log_polls.PASS_LOG_READS)
+    first_round = math.ceil(count / LIMIT)
     assert max(times[0] for times in reads.values()) <= T0 + timedelta(seconds=0.5) * (first_round - 1)
     for times in reads.values():  # never sooner than its interval once read
         assert all(b - a >= log_polls.LOG_POLL for a, b in itertools.pairwise(times))
 
 
 def test_nothing_waiting_asks_for_nothing_and_no_pass() -> None:
-    assert log_polls.polls((), (), read={}, now=T0) == log_polls.Polls(due=(), wake_in=None)
+    assert log_polls.polls((), (), read={}, now=T0, limit=LIMIT) == log_polls.Polls(due=(), wake_in=None)
 
 
 @given(
@@ -100,9 +102,12 @@ def test_nothing_waiting_asks_for_nothing_and_no_pass() -> None:
         st.tuples(st.integers(min_value=-5, max_value=600), st.one_of(st.none(), st.integers(0, 30))),
         min_size=1,
         max_size=150,
-    )
+    ),
+    st.integers(min_value=1, max_value=160),
 )
-def test_what_is_due_is_bounded_never_read_first_and_never_early(pods_: list[tuple[int, int | None]]) -> None:
+def test_what_is_due_is_bounded_never_read_first_and_never_early(
+    pods_: list[tuple[int, int | None]], limit: int
+) -> None:
     """Each pod: its age and how long ago it was read (None: never), in seconds."""
     requests = [
         progress.LogRequest(namespace="ns", name=f"p{i}", uid=f"u{i}", containers=("main",))
@@ -117,8 +122,8 @@ def test_what_is_due_is_bounded_never_read_first_and_never_early(pods_: list[tup
         for r, (_, ago) in zip(requests, pods_, strict=True)
         if ago is not None
     }
-    polled = log_polls.polls(requests, pods, read=read, now=T0)
-    assert len(polled.due) <= log_polls.PASS_LOG_READS
+    polled = log_polls.polls(requests, pods, read=read, now=T0, limit=limit)
+    assert len(polled.due) <= limit
     assert polled.wake_in is not None and polled.wake_in >= timedelta(0)
     seen_read = False
     for r in polled.due:
@@ -128,7 +133,7 @@ def test_what_is_due_is_bounded_never_read_first_and_never_early(pods_: list[tup
         else:
             assert not seen_read, "a pod never read comes before every pod read before"
     unread_left = [r for r in requests if r not in polled.due and r.uid not in read]
-    assert not unread_left or len(polled.due) == log_polls.PASS_LOG_READS
+    assert not unread_left or len(polled.due) == limit
 
 
 def test_the_planner_asks_for_a_tail_read_a_moment_ago_only_once_its_interval_passed() -> None:
