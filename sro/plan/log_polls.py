@@ -51,22 +51,24 @@ def interval(created: datetime | None, *, now: datetime) -> timedelta:
 
 def polls(
     needed: Sequence[progress.LogRequest],
-    pods: Sequence[views.PodView],
+    pods: Mapping[tuple[str, str], views.PodView],
     *,
     read: Mapping[str, datetime],
     now: datetime,
     limit: int,
 ) -> Polls:
     """Of the pods whose tails the walk needs, those due now, at most ``limit`` (see the
-    module docstring); ``read``: when this process last asked for each pod's tails, by uid."""
+    module docstring); ``pods``: the pods by (namespace, name) (``Observed.pods_by_name``);
+    ``read``: when this process last asked for each pod's tails, by uid."""
     if not needed:
         return Polls(due=(), wake_in=None)
-    created = {p.uid: p.created for p in pods}
     unread: list[progress.LogRequest] = []
     again: list[tuple[datetime, progress.LogRequest]] = []
     waits: list[timedelta] = []
     for request in needed:
-        every = interval(times.parse(created.get(request.uid, "")), now=now)
+        pod = pods.get((request.namespace, request.name))
+        born = pod.created if pod is not None and pod.uid == request.uid else ""
+        every = interval(times.parse(born), now=now)
         last = read.get(request.uid)
         if last is not None and now - last < every:
             waits.append(last + every - now)

@@ -197,7 +197,9 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     )
     delete = tuple(d for d in candidates if lifecycle.fresh_enough(d, seen))
     held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
-    polled = log_polls.polls(walked.logs_needed, seen.pods, read=seen.log_reads, now=now, limit=PASS_WRITES)
+    polled = log_polls.polls(
+        walked.logs_needed, seen.pods_by_name, read=seen.log_reads, now=now, limit=PASS_WRITES
+    )
     delays = [
         d
         for d in (

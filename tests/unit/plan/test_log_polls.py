@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -24,6 +25,10 @@ def stamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def named(pods: list[views.PodView]) -> dict[tuple[str, str], views.PodView]:
+    return {(p.namespace, p.name): p for p in pods}
+
+
 def waiting(count: int, *, age: timedelta) -> tuple[list[progress.LogRequest], list[views.PodView]]:
     """``count`` pods created ``age`` before T0, each waiting for its log to match."""
     requests = [
@@ -39,7 +44,7 @@ def waiting(count: int, *, age: timedelta) -> tuple[list[progress.LogRequest], l
 
 def test_a_pod_never_read_is_read_at_once_and_again_a_quarter_of_its_age_later() -> None:
     requests, pods = waiting(1, age=timedelta(seconds=20))
-    first = log_polls.polls(requests, pods, read={}, now=T0, limit=LIMIT)
+    first = log_polls.polls(requests, named(pods), read={}, now=T0, limit=LIMIT)
     assert first.due == tuple(requests)
     assert first.wake_in == timedelta(seconds=5)
 
@@ -47,10 +52,10 @@ def test_a_pod_never_read_is_read_at_once_and_again_a_quarter_of_its_age_later()
 def test_a_pod_read_within_its_interval_is_not_read_again_by_a_pass_that_comes_sooner() -> None:
     requests, pods = waiting(1, age=timedelta(minutes=5))  # old: every LOG_POLL
     read = {requests[0].uid: T0 - timedelta(seconds=3)}
-    sooner = log_polls.polls(requests, pods, read=read, now=T0, limit=LIMIT)
+    sooner = log_polls.polls(requests, named(pods), read=read, now=T0, limit=LIMIT)
     assert sooner.due == ()
     assert sooner.wake_in == log_polls.LOG_POLL - timedelta(seconds=3)
-    later = log_polls.polls(requests, pods, read=read, now=T0 + timedelta(seconds=7), limit=LIMIT)
+    later = log_polls.polls(requests, named(pods), read=read, now=T0 + timedelta(seconds=7), limit=LIMIT)
     assert later.due == tuple(requests)
     assert later.wake_in == log_polls.LOG_POLL
 
@@ -67,7 +72,7 @@ def test_a_pass_reads_at_most_its_share_pods_never_read_first_and_the_next_pass_
     count = LIMIT * 2 + 10
     requests, pods = waiting(count, age=timedelta(minutes=5))
     read = {r.uid: T0 - timedelta(seconds=60 - i) for i, r in enumerate(requests[:20])}  # 20 read long ago
-    first = log_polls.polls(requests, pods, read=read, now=T0, limit=LIMIT)
+    first = log_polls.polls(requests, named(pods), read=read, now=T0, limit=LIMIT)
     assert len(first.due) == LIMIT
     assert first.wake_in == timedelta(0)
     assert not {r.uid for r in first.due} & set(read)  # every pod never read comes first
@@ -80,7 +85,7 @@ def test_passes_read_every_waiting_pod_in_turn_none_starved() -> None:
     now = T0
     reads: dict[str, list[datetime]] = {r.uid: [] for r in requests}
     for _ in range(40):  # 40 passes, 0.5 s apart unless told to come sooner
-        polled = log_polls.polls(requests, pods, read=read, now=now, limit=LIMIT)
+        polled = log_polls.polls(requests, named(pods), read=read, now=now, limit=LIMIT)
         for r in polled.due:
             read[r.uid] = now
             reads[r.uid].append(now)
@@ -94,7 +99,7 @@ def test_passes_read_every_waiting_pod_in_turn_none_starved() -> None:
 
 
 def test_nothing_waiting_asks_for_nothing_and_no_pass() -> None:
-    assert log_polls.polls((), (), read={}, now=T0, limit=LIMIT) == log_polls.Polls(due=(), wake_in=None)
+    assert log_polls.polls((), {}, read={}, now=T0, limit=LIMIT) == log_polls.Polls(due=(), wake_in=None)
 
 
 @given(
@@ -122,7 +127,7 @@ def test_what_is_due_is_bounded_never_read_first_and_never_early(
         for r, (_, ago) in zip(requests, pods_, strict=True)
         if ago is not None
     }
-    polled = log_polls.polls(requests, pods, read=read, now=T0, limit=limit)
+    polled = log_polls.polls(requests, named(pods), read=read, now=T0, limit=limit)
     assert len(polled.due) <= limit
     assert polled.wake_in is not None and polled.wake_in >= timedelta(0)
     seen_read = False
@@ -148,3 +153,11 @@ def test_the_planner_asks_for_a_tail_read_a_moment_ago_only_once_its_interval_pa
     assert sooner.status["phase"] == "Progressing"  # still waiting for the line
     due = planner.plan(want, world, now=T0 + log_polls.LOG_POLL)
     assert [r.uid for r in due.logs_needed] == [pod.uid]
+
+
+def test_a_pod_of_the_same_name_but_another_uid_gives_no_age() -> None:
+    requests, pods = waiting(1, age=timedelta(seconds=8))  # its own age: every 2 s
+    other = {(p.namespace, p.name): replace(p, uid="made-again") for p in pods}
+    own = log_polls.polls(requests, named(pods), read={}, now=T0, limit=LIMIT)
+    assert own.wake_in == timedelta(seconds=2)
+    assert log_polls.polls(requests, other, read={}, now=T0, limit=LIMIT).wake_in == log_polls.LOG_POLL
