@@ -7,12 +7,18 @@ pod's chosen lines, or a default line, through the API server.
 
 from __future__ import annotations
 
+import sys
+import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cluster import Cluster
 from support.waiting import wait_for_sync
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
+from simcluster import pod_logs
 
 pytestmark = pytest.mark.integration
 
@@ -126,3 +132,46 @@ def test_the_nvidia_driver_image_prints_its_ready_line_after_long_build_output(
     text = wait_for_sync(logs, timeout=60, message="the driver pod's ready line")
     before, ready, after = text.partition("Done, now waiting for signal")
     assert ready and len(before) >= 48 * 1024 and len(after) >= 4 * 1024
+
+
+def test_a_driver_is_ready_long_before_its_build_ends_and_prints_its_line_then_even_across_a_restart(
+    cluster: Cluster, namespace: str, node_pool: Any
+) -> None:
+    """A real driver container is Ready while it still builds, and says it is done only
+    when its modules are loaded: here after its ``build-seconds``, even if devsim restarts
+    in between."""
+    pool = node_pool(count=1)
+    cluster.apply(
+        pod(
+            "slowdriver",
+            image="nvcr.io/nvidia/driver:550.54.15-5.15.0",
+            selector=pool.selector,
+            annotations={pod_logs.BUILD_SECONDS: "15"},
+        ),
+        namespace=namespace,
+    )
+
+    def built_at() -> float | None:
+        body = cluster.kubectl_json("get", "pod", "slowdriver", "-n", namespace)
+        conditions = body.get("status", {}).get("conditions") or []
+        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            return None
+        return pod_logs.read_stamp((body["metadata"].get("annotations") or {}).get(pod_logs.BUILT_AT))
+
+    def text() -> str:
+        proc = cluster.kubectl("logs", "slowdriver", "-n", namespace, check=False)
+        return proc.stdout if proc.returncode == 0 else ""
+
+    at = wait_for_sync(built_at, timeout=60, message="the driver pod Ready with its build's end recorded")
+    early = wait_for_sync(text, timeout=30, message="the building driver's log")
+    cluster.restart("devsim")
+    assert time.time() < at, "the pod started, was read and devsim restarted within its 15 s build"
+    assert "Done, now waiting for signal" not in early and len(early) >= 48 * 1024, "still building"
+    late = wait_for_sync(
+        lambda: t if "Done, now waiting for signal" in (t := text()) else None,
+        timeout=60,
+        message="the ready line once the build has ended",
+    )
+    assert time.time() >= at - 1, "not before the build's end (1 s for the clocks of two processes)"
+    before, _, after = late.partition("Done, now waiting for signal")
+    assert len(before) >= 48 * 1024 and len(after) >= 4 * 1024 and "Done" not in after

@@ -19,7 +19,18 @@ from pathlib import Path
 
 import yaml
 
-from simcluster import audit, controlplane, daemons, devsim, inventory, kube, layout, nodes, provision
+from simcluster import (
+    audit,
+    controlplane,
+    daemons,
+    devsim,
+    inventory,
+    kube,
+    layout,
+    nodes,
+    pod_logs,
+    provision,
+)
 
 DEFAULT_INVENTORY = layout.HACK / "inventory" / "default.yaml"
 
@@ -92,6 +103,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             pod_security=args.pod_security or "",
             pod_gc_threshold=args.pod_gc_threshold,
             profiling=args.profiling,
+            build_seconds=args.build_seconds,
         )
 
 
@@ -102,6 +114,7 @@ def _up(
     pod_security: str = "",
     pod_gc_threshold: int = 0,
     profiling: bool = False,
+    build_seconds: tuple[float, float] = controlplane.State.build_seconds,
 ) -> int:
     start = time.monotonic()
     if controlplane.running(run):
@@ -123,7 +136,11 @@ def _up(
             return build.returncode
         say(f"starting a control plane in {run.root}")
         state = controlplane.prepare(
-            run, pod_security=pod_security, pod_gc_threshold=pod_gc_threshold, profiling=profiling
+            run,
+            pod_security=pod_security,
+            pod_gc_threshold=pod_gc_threshold,
+            profiling=profiling,
+            build_seconds=build_seconds,
         )
         try:
             controlplane.start_component(run, state, "etcd")
@@ -356,6 +373,15 @@ def parser() -> argparse.ArgumentParser:
         "--profiling",
         action="store_true",
         help="kube-apiserver serves /debug/pprof (to cluster-admin), for CPU profiles of its work",
+    )
+    up.add_argument(
+        "--build-seconds",
+        type=pod_logs.build_range,
+        default=controlplane.State.build_seconds,
+        metavar="MIN-MAX",
+        help="how long a known driver image (nvcr.io/nvidia/driver) builds after it starts, before it "
+        "prints its ready line: each pod draws from this range, as real drivers take minutes (default "
+        "1-4; 0 prints it at once; a pod's sim.sro.dev/build-seconds annotation overrides it)",
     )
     up.set_defaults(func=cmd_up)
 

@@ -54,6 +54,9 @@ class State:
     pod_security: str = ""
     pod_gc_threshold: int = 0
     profiling: bool = False
+    build_seconds: tuple[float, float] = (1.0, 4.0)
+    """How long a known driver image builds before it prints its ready line: each pod
+    draws from this range (``pod_logs``)."""
 
     @property
     def server(self) -> str:
@@ -66,7 +69,9 @@ class State:
     @staticmethod
     def load(run: layout.RunDir) -> State | None:
         try:
-            return State(**json.loads(run.state.read_text()))
+            fields = json.loads(run.state.read_text())
+            low, high = fields.pop("build_seconds", State.build_seconds)
+            return State(**fields, build_seconds=(float(low), float(high)))
         except FileNotFoundError:
             return None
 
@@ -375,7 +380,12 @@ def admission_config(level: str) -> dict[str, Any]:
 
 
 def prepare(
-    run: layout.RunDir, *, pod_security: str = "", pod_gc_threshold: int = 0, profiling: bool = False
+    run: layout.RunDir,
+    *,
+    pod_security: str = "",
+    pod_gc_threshold: int = 0,
+    profiling: bool = False,
+    build_seconds: tuple[float, float] = State.build_seconds,
 ) -> State:
     """A fresh run directory: ports, PKI, kubeconfigs, kwok config, kubectl link, and the
     admission configuration when ``pod_security`` names a default level."""
@@ -386,11 +396,14 @@ def prepare(
         raise ClusterError(f"pod security level {pod_security!r}: one of {', '.join(POD_SECURITY_LEVELS)}")
     if pod_gc_threshold < 0:
         raise ClusterError(f"pod GC threshold {pod_gc_threshold}: 0 (the default) or more")
+    if not 0 <= build_seconds[0] <= build_seconds[1]:
+        raise ClusterError(f"build seconds {build_seconds[0]:g}-{build_seconds[1]:g}: 0 <= MIN <= MAX")
     state = State(
         ports=free_ports(PORTS),
         pod_security=pod_security,
         pod_gc_threshold=pod_gc_threshold,
         profiling=profiling,
+        build_seconds=build_seconds,
     )
     if pod_security:
         run.admission_config.write_text(yaml.safe_dump(admission_config(pod_security), sort_keys=False))

@@ -48,6 +48,7 @@ from simcluster import (
     daemons,
     kube,
     layout,
+    pod_logs,
     pprof,
 )
 from sro.render import recipe as recipe_
@@ -155,7 +156,12 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
     sr_body = yaml.safe_load(SAMPLE.read_text())
     sr_file = out / "sr.yaml"
     sr_file.write_text(yaml.safe_dump(sr_body))
-    figures: dict[str, Any] = {"revision": revision(), "nodes": args.nodes, "kernels": args.kernels}
+    figures: dict[str, Any] = {
+        "revision": revision(),
+        "nodes": args.nodes,
+        "kernels": args.kernels,
+        "build_seconds": list(args.build_seconds),
+    }
     profiles = out if args.profile_control_plane else None
     async with kube.Kube(server=state.server, run=run) as client:
         if not args.skip_floor:
@@ -335,6 +341,14 @@ def main(argv: list[str]) -> int:
         "lower, it collects validation pods while sro converges, as on a cluster full of finished Jobs",
     )
     p.add_argument(
+        "--build-seconds",
+        type=pod_logs.build_range,
+        default=controlplane.State.build_seconds,
+        metavar="MIN-MAX",
+        help="how long each driver builds after it starts before it prints its ready line (hack/cluster "
+        "up --build-seconds; default 1-4): the floor counts a driver done at its build's end, as sro must",
+    )
+    p.add_argument(
         "--skip-floor",
         action="store_true",
         help="measure sro alone (no ratio): for sizes whose floor takes long",
@@ -373,6 +387,8 @@ def _run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             str(inv),
             "--pod-gc-threshold",
             str(args.pod_gc_threshold),
+            "--build-seconds",
+            "{:g}-{:g}".format(*args.build_seconds),
             *(["--profiling"] if args.profile_control_plane else []),
         )
         kubectl = [str(layout.binary("kubectl")), "--kubeconfig", str(run.kubeconfig)]

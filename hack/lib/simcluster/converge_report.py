@@ -102,6 +102,9 @@ def table(figures: Mapping[str, Any]) -> str:
         ("git revision", f["revision"]),
         ("nodes / kernels", f"{f['nodes']} GPU nodes over {f['kernels']} kernels"),
     ]
+    if "build_seconds" in f:
+        low, high = f["build_seconds"]
+        rows.append(("drivers build before their ready line", f"{low:g} to {high:g} s (each its own)"))
     if "floor" in f:
         rows += [
             ("floor: objects posted / pods", f"{f['floor']['objects']} objects, {f['floor']['pods']} pods"),

@@ -7,8 +7,9 @@ watches saw things:
 * **opened**: from the label of the state it comes after on that node (the last of them
   when it comes after several) to its pod appearing: sro's apply of a per-node pod, or the
   DaemonSet controller's reaction to the label for a DaemonSet's pod;
-* **ran**: from the pod appearing to it being done (Ready; Succeeded for a validation):
-  the scheduler and the simulated node;
+* **ran**: from the pod appearing to it being done (Ready; Succeeded for a validation;
+  for a driver that builds, the end of its build, when its ready line appears): the
+  scheduler and the simulated node;
 * **recorded**: from the pod done to sro's label for the state on the node: sro noticing
   (and, for ``wait-for-logs``, reading the log) and patching the node.
 
@@ -50,6 +51,7 @@ class Steps:
 
     after: Mapping[str, Sequence[str]]
     clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
     seen: dict[Key, float] = field(default_factory=dict)
     done: dict[Key, float] = field(default_factory=dict)
     labelled: dict[Key, float] = field(default_factory=dict)
@@ -64,7 +66,9 @@ class Steps:
         now = self.clock()
         self.seen.setdefault((node, state), now)
         if converge_floor.pod_done(pod):
-            self.done.setdefault((node, state), now)
+            # A driver is done when its build ends and its ready line appears, not when it
+            # turns Ready (``pod_logs``): the time it builds is the chain's, not sro's.
+            self.done.setdefault((node, state), now + converge_floor.build_left(pod, wall=self.wall()))
 
     def on_label(self, node: str, state: str) -> None:
         self.labelled.setdefault((node, state), self.clock())

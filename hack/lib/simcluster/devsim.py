@@ -5,7 +5,8 @@ decisions need another object: whether a pod fails depends on its *node* (broken
 whether its image exists depends on the cluster's list of missing images, and a
 device plugin makes devices appear on its node. This process watches pods, nodes and
 that list, and records each decision as pod annotations the Stages select on
-(see hack/kwok/README.md), or patches the node's capacity; and it puts back the pod
+(see hack/kwok/README.md), or patches the node's capacity; it serves each pod's log,
+writing a driver's ready line only once its build has ended (``pod_logs``); and it puts back the pod
 readiness a node controller took while the node's heartbeats lagged, finishes the
 deletion of pods being deleted, each by its uid, and reports each node's status every
 five minutes, as a kubelet does (``pod_readiness``, ``pod_deletion``, ``node_status``).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import fnmatch
 import json
 import logging
@@ -31,6 +33,7 @@ from simcluster import (
     node_images,
     node_status,
     pod_deletion,
+    pod_logs,
     pod_readiness,
     pod_work,
 )
@@ -41,32 +44,6 @@ IMAGE_MISSING = f"{SIM}/image-missing"
 OUTCOME = f"{SIM}/outcome"
 FAIL = f"{SIM}/fail"
 BROKEN = f"{SIM}/broken"
-LOGS = f"{SIM}/logs"
-IMAGE_LOGS: tuple[tuple[str, str], ...] = (
-    # The NVIDIA driver container builds and loads its modules, then says so and waits.
-    ("nvcr.io/nvidia/driver:*", "Done, now waiting for signal"),
-)
-"""Images whose real containers print a known ready line: the simulator prints it after
-tens of KiB of build output, with more output after it, as the real image does. Every
-other container prints the default log (``controlplane.default_log_lines``)."""
-
-
-def image_log(pod: dict[str, Any]) -> str | None:
-    """The log a known image prints (see ``IMAGE_LOGS``), as ``sim.sro.dev/logs`` text."""
-    spec = pod.get("spec", {})
-    for container in spec.get("containers") or []:
-        image = str(container.get("image", ""))
-        for pattern, ready in IMAGE_LOGS:
-            if fnmatch.fnmatchcase(image, pattern):
-                lines = [
-                    *controlplane.build_output(48 * 1024),
-                    ready,
-                    *controlplane.build_output(4 * 1024, prefix="nvidia-persistenced:"),
-                ]
-                return "\n".join(lines)
-    return None
-
-
 MISSING_IMAGES = ("kube-system", "sim-missing-images")
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 RUN_TO_COMPLETION = ("Never", "OnFailure")
@@ -125,9 +102,13 @@ def node_devices(node: dict[str, Any]) -> dict[str, int]:
 class Simulator:
     """In-memory view of nodes and device-plugin pods, and the workers that act on it."""
 
-    def __init__(self, client: kube.Kube, run: layout.RunDir) -> None:
+    def __init__(
+        self, client: kube.Kube, run: layout.RunDir, *, build_seconds: tuple[float, float] = (0.0, 0.0)
+    ) -> None:
         self.client = client
         self.run = run
+        self.build_seconds = build_seconds
+        self.builds = pod_logs.Builds(run)
         self.nodes: dict[str, dict[str, Any]] = {}
         self.plugins: dict[str, set[str]] = {}  # node -> uids of Ready device-plugin pods
         self.plugin_node: dict[str, str] = {}  # pod uid -> node, for Ready device-plugin pods
@@ -191,6 +172,7 @@ class Simulator:
         self.images.on_pod(kind, pod)
         self.readiness.on_pod(kind, pod, node=self.nodes.get(node or ""))
         self.deletion.on_pod(kind, pod)
+        self.builds.on_pod(kind, pod)
         if is_device_plugin(pod):
             before = self.plugin_node.pop(uid, None)
             if before is not None:
@@ -241,9 +223,16 @@ class Simulator:
         image = missing_image(pod, self.patterns)
         if image:
             decided[IMAGE_MISSING] = image
-        chosen = annotations.get(LOGS) or image_log(pod)
+        chosen = annotations.get(pod_logs.LOGS)
+        known = None if chosen else pod_logs.known_log(pod)
         if chosen:
-            await self.serve_logs(pod, chosen)
+            await self.serve_logs(pod, chosen.replace("\\n", "\n").split("\n"))
+        elif known is not None:
+            build = pod_logs.build_seconds(annotations, default=self.build_seconds)
+            if build > 0:
+                now = datetime.datetime.now(datetime.UTC).timestamp()
+                decided[pod_logs.BUILT_AT] = pod_logs.stamp(now + build)
+            await self.serve_logs(pod, known.lines(built=build <= 0))
         log.info("pod %s/%s on %s: %s", namespace, name, pod["spec"].get("nodeName"), decided)
         try:
             await self.client.patch(
@@ -256,13 +245,11 @@ class Simulator:
             elif e.status != 404:
                 raise
 
-    async def serve_logs(self, pod: dict[str, Any], text: str) -> None:
-        """Writes the pod's chosen lines as a CRI log file and points a kwok Logs object at it."""
+    async def serve_logs(self, pod: dict[str, Any], lines: list[str]) -> None:
+        """Writes the pod's lines as a CRI log file and points a kwok Logs object at it."""
         meta = pod["metadata"]
-        path = self.run.pod_logs / meta["namespace"] / f"{meta['name']}.{meta['uid']}.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lines = text.replace("\\n", "\n").split("\n")
-        path.write_text("".join(controlplane.cri_line(line) for line in lines))
+        path = pod_logs.path_of(self.run, pod)
+        pod_logs.write(path, lines)
         body = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Logs",
@@ -342,7 +329,8 @@ async def serve(run: layout.RunDir) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with kube.Kube(server=state.server, run=run, who="devsim") as client:
-        sim = Simulator(client, run)
+        low, high = state.build_seconds
+        sim = Simulator(client, run, build_seconds=(low, high))
 
         def reset_pods() -> None:
             sim.plugins.clear()
@@ -350,6 +338,7 @@ async def serve(run: layout.RunDir) -> None:
             sim.blocked.clear()
             sim.images.clear()
             sim.readiness.marked.clear()
+            sim.builds.reset()
             for name in sim.nodes:
                 sim.mark_node(name)
 
