@@ -8,6 +8,12 @@ comes sooner for another reason (any pod or node event) does not fetch it again:
 thousand drivers still building would otherwise be read in full on every pass, each pass
 held until the last tail came back.
 
+However many pods wait, the fleet's re-reads are bounded too: ``FLEET_READS_PER_SECOND``
+is shared among the waiting pods, so with N of them each is read again at most every
+N / ``FLEET_READS_PER_SECOND`` seconds when that is longer than its own interval. Each log
+read is a request the API server proxies to a kubelet and up to 256 KiB back; 5,000
+drivers building for minutes would otherwise be read 500 times a second.
+
 A pass fetches at most as many tails as it may make writes (``limit``: the planner's
 ``PASS_WRITES``), pods never read first, then those that waited longest; the rest are
 asked for by the next pass, which comes at once. A fleet whose drivers all start together
@@ -30,6 +36,10 @@ LOG_POLL_MIN = timedelta(seconds=1)
 so a young pod is looked at often (every quarter of its age, at least this far apart),
 an old one every ``LOG_POLL``: few fetches, and no state left waiting ten seconds for a
 line printed right after the first look."""
+FLEET_READS_PER_SECOND = 50
+"""Most tails read again per second, over every pod waiting: above 500 waiting pods (whose
+own interval is ``LOG_POLL``) each waits longer, 100 s apart at 5,000. A pod's first read
+is not held back by it (that is bounded by the pass's ``limit``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,12 +51,14 @@ class Polls:
     wake_in: timedelta | None
 
 
-def interval(created: datetime | None, *, now: datetime) -> timedelta:
+def interval(created: datetime | None, *, now: datetime, waiting: int = 1) -> timedelta:
     """How long a pod created at ``created`` waits between two reads of its tail: a
-    quarter of its age, between ``LOG_POLL_MIN`` and ``LOG_POLL`` (unknown age: the longest)."""
+    quarter of its age, between ``LOG_POLL_MIN`` and ``LOG_POLL`` (unknown age: the
+    longest), or its share of ``FLEET_READS_PER_SECOND`` among ``waiting`` pods if longer."""
+    share = timedelta(seconds=waiting / FLEET_READS_PER_SECOND)
     if created is None:
-        return LOG_POLL
-    return min(LOG_POLL, max(LOG_POLL_MIN, max(now - created, timedelta(0)) / 4))
+        return max(LOG_POLL, share)
+    return max(share, min(LOG_POLL, max(LOG_POLL_MIN, max(now - created, timedelta(0)) / 4)))
 
 
 def polls(
@@ -68,7 +80,7 @@ def polls(
     for request in needed:
         pod = pods.get((request.namespace, request.name))
         born = pod.created if pod is not None and pod.uid == request.uid else ""
-        every = interval(times.parse(born), now=now)
+        every = interval(times.parse(born), now=now, waiting=len(needed))
         last = read.get(request.uid)
         if last is not None and now - last < every:
             waits.append(last + every - now)

@@ -98,6 +98,41 @@ def test_passes_read_every_waiting_pod_in_turn_none_starved() -> None:
         assert all(b - a >= log_polls.LOG_POLL for a, b in itertools.pairwise(times))
 
 
+def test_the_interval_grows_with_the_fleet_past_its_share_of_the_reads() -> None:
+    old = T0 - timedelta(hours=1)
+    rate = log_polls.FLEET_READS_PER_SECOND
+    assert log_polls.interval(old, now=T0, waiting=10) == log_polls.LOG_POLL
+    assert log_polls.interval(old, now=T0, waiting=5_000) == timedelta(seconds=5_000 / rate)
+    assert log_polls.interval(T0, now=T0, waiting=5_000) == timedelta(seconds=5_000 / rate)
+    assert log_polls.interval(None, now=T0, waiting=5_000) == timedelta(seconds=5_000 / rate)
+
+
+def test_a_thousand_drivers_building_for_minutes_are_read_at_the_fleets_rate_none_starved() -> None:
+    count = 1_000  # each one's share of the fleet's reads (20 s) is past its own interval (10 s)
+    requests, pods = waiting(count, age=timedelta(minutes=5))
+    by_name = named(pods)
+    read: dict[str, datetime] = {}
+    reads: dict[str, list[datetime]] = {r.uid: [] for r in requests}
+    now = T0
+    end = T0 + timedelta(minutes=3)
+    while now < end:  # passes at least 0.5 s apart, sooner only when told
+        polled = log_polls.polls(requests, by_name, read=read, now=now, limit=LIMIT)
+        for r in polled.due:
+            read[r.uid] = now
+            reads[r.uid].append(now)
+        assert polled.wake_in is not None
+        now += max(polled.wake_in, timedelta(milliseconds=500))
+    first = {r.uid: reads[r.uid][0] for r in requests}
+    assert max(first.values()) - T0 < timedelta(seconds=5), "every pod read once within a few passes"
+    again = [t for times in reads.values() for t in times[1:]]
+    window = (end - max(first.values())).total_seconds()
+    assert len(again) <= log_polls.FLEET_READS_PER_SECOND * window, "re-reads within the fleet's rate"
+    share = timedelta(seconds=count / log_polls.FLEET_READS_PER_SECOND)
+    for times in reads.values():
+        assert all(b - a >= share for a, b in itertools.pairwise(times)), "none sooner than its share"
+        assert end - times[-1] <= share + timedelta(seconds=2), "none starved"
+
+
 def test_nothing_waiting_asks_for_nothing_and_no_pass() -> None:
     assert log_polls.polls((), {}, read={}, now=T0, limit=LIMIT) == log_polls.Polls(due=(), wake_in=None)
 
@@ -134,7 +169,7 @@ def test_what_is_due_is_bounded_never_read_first_and_never_early(
     for r in polled.due:
         if r.uid in read:
             seen_read = True
-            assert T0 - read[r.uid] >= log_polls.interval(created[r.uid], now=T0)
+            assert T0 - read[r.uid] >= log_polls.interval(created[r.uid], now=T0, waiting=len(requests))
         else:
             assert not seen_read, "a pod never read comes before every pod read before"
     unread_left = [r for r in requests if r not in polled.due and r.uid not in read]
