@@ -4,7 +4,9 @@ One run, one cluster (in its own run directory), two measurements of the same wo
 
 1. the floor (``converge_floor_phase``): the objects ``sro render --live`` prints for
    the nvidia-gpu SpecialResource, ordering taken out, posted at once; timed to every pod
-   Ready or Succeeded; then removed (``--labelled-floor``: once more, with the contract's
+   Ready or Succeeded, and each driver to the end of its build (``--build-seconds``: the
+   simulated driver prints its ready line then, as a real one does minutes after it turns
+   Ready, and sro waits for that line); then removed (``--labelled-floor``: once more, with the contract's
    node label writes besides);
 2. sro (``converge_sro``): ``sro run`` converging that SpecialResource, timed to Ready,
    with per-state progress, each node's chain of steps split by who took the time
