@@ -7,7 +7,7 @@ SpecialResource Degraded with its own reason while the rows (recipe, nodes, kern
 states) still describe the walk, in this order of precedence:
 
 1. a write the API server refused (``ApplyFailed``, with the server's message), or a
-   transient failure that persisted past ``TRANSIENT_BOUND``;
+   write that failed transiently in every pass for longer than ``TRANSIENT_BOUND``;
 2. a dependency missing or in a cycle (``DependencyMissing`` / ``DependencyCycle``);
 3. nodes lost to an earlier SpecialResource of the same recipe (``ConflictingNodeSelector``).
 
@@ -43,13 +43,34 @@ _LOG_MATCHED = 0.0  # a fetched log tail matched: a state may be complete, look 
 
 @dataclass(frozen=True, kw_only=True)
 class Transient:
-    """A run of transient write failures: since when, and how many passes."""
+    """The writes failing transiently, each by its ``outcomes.Failure.key``: since the first
+    of the consecutive passes it failed in, and how many. A write that did not fail in a
+    pass (it went through, or was not tried) drops out: on a large fleet a few different
+    nodes' patches meet a conflict in nearly every pass, and that churn is not one failure
+    persisting."""
 
-    since: datetime
-    attempts: int
+    failing: Mapping[str, tuple[datetime, int]]
+
+    @property
+    def since(self) -> datetime:
+        """When the longest-failing write began failing."""
+        return min(since for since, _ in self.failing.values())
+
+    @property
+    def attempts(self) -> int:
+        """The longest run of passes one write has failed in (the backoff's exponent)."""
+        return max(passes for _, passes in self.failing.values())
 
     def expired(self, now: datetime) -> bool:
         return (now - self.since).total_seconds() > TRANSIENT_BOUND
+
+    def persisting(self, failures: Sequence[outcomes.Failure], now: datetime) -> list[outcomes.Failure]:
+        """Those of ``failures`` that have failed for longer than ``TRANSIENT_BOUND``."""
+        return [
+            f
+            for f in failures
+            if f.key in self.failing and (now - self.failing[f.key][0]).total_seconds() > TRANSIENT_BOUND
+        ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,11 +110,13 @@ def _describe(failures: Sequence[outcomes.Failure]) -> str:
 def _transient(
     before: Transient | None, failures: Sequence[outcomes.Failure], *, now: datetime
 ) -> Transient | None:
-    if not any(not f.permanent for f in failures):
-        return None
-    if before is None:
-        return Transient(since=now, attempts=1)
-    return Transient(since=before.since, attempts=before.attempts + 1)
+    earlier = before.failing if before is not None else {}
+    failing: dict[str, tuple[datetime, int]] = {}
+    for f in failures:
+        if not f.permanent and f.key not in failing:
+            since, passes = earlier.get(f.key, (now, 0))
+            failing[f.key] = (since, passes + 1)
+    return Transient(failing=failing) if failing else None
 
 
 def finish(
@@ -122,7 +145,7 @@ def finish(
         status = fail("ApplyFailed", _describe(permanent))
     elif run is not None and run.expired(now):
         since = run.since.strftime("%H:%M:%SZ")
-        status = fail("ApplyFailed", f"failing since {since}: {_describe(passing)}")
+        status = fail("ApplyFailed", f"failing since {since}: {_describe(run.persisting(passing, now))}")
     elif not peers.deps.ok:
         status = fail(peers.deps.reason, peers.deps.message())
     elif not peers.conflict.ok:

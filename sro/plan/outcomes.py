@@ -33,6 +33,12 @@ class Failure:
     def permanent(self) -> bool:
         return is_permanent(self.error)
 
+    @property
+    def key(self) -> str:
+        """Which write failed (its state, or ``node NAME``, and its object), the same in
+        every pass that tries it: what ``finish.Transient`` follows from pass to pass."""
+        return f"{self.state}\x00{self.ref}"
+
     def describe(self) -> str:
         what = f"{self.ref}" if self.ref is not None else "node"
         verb = "refused (dry-run)" if self.dry_run else "failed"
