@@ -3,6 +3,13 @@
 The patches themselves are built by the pure ``sro.plan.node_patches`` (labels by merge
 patch on sro's own keys only; taints with the node's resourceVersion and a record of which
 are sro's), so nothing here can clobber what the kubelet, NFD or an administrator set.
+
+A taint patch that meets a conflict (the node changed since the cache saw it: on a large
+fleet, mostly a kubelet's status report) is built again from a fresh read of the node and
+sent again, up to ``CONFLICT_RETRIES`` times, as client-go's ``RetryOnConflict`` does: the
+builder keeps whatever else changed meanwhile, so only sro's own taints move. A cordon or
+uncordon is not retried: the planner decided it from what it saw, and an administrator's
+cordon made meanwhile must stand until a pass has seen it.
 """
 
 from __future__ import annotations
@@ -14,11 +21,14 @@ import structlog
 
 from sro import errors
 from sro.engine import ports, waves
-from sro.model import bodies, views
+from sro.model import bodies, desired, views
 from sro.plan import lifecycle, node_patches
 from sro.plan import observed as observed_
 
 log = structlog.get_logger(__name__)
+
+CONFLICT_RETRIES = 3
+"""Fresh reads and resends of a taint patch that met a conflict, before it is reported."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,8 +68,21 @@ async def carry_out(
             if node is not None:
                 shown[change.node] = node.labels
             return
+        retries = CONFLICT_RETRIES if change.unschedulable is None else 0
         try:
-            answer = await writer.patch_node(change.node, patch)
+            for retry in range(retries + 1):
+                try:
+                    answer = await writer.patch_node(change.node, patch)
+                    break
+                except errors.Conflict:
+                    if retry == retries:
+                        raise
+                fresh = views.NodeView.from_body(await writer.get(_node_ref(change.node)))
+                log.debug("node changed meanwhile: patch built again", sr=sr_name, node=change.node)
+                patch = node_patches.for_change(fresh, change, sr_name=sr_name)
+                if patch is None:  # what it would do is done
+                    shown[change.node] = fresh.labels
+                    return
             labels = (answer.get("metadata") or {}).get("labels")
             shown[change.node] = labels = labels if isinstance(labels, Mapping) else {}
             answers[change.node] = observed_.NodeAnswer(
@@ -74,3 +97,7 @@ async def carry_out(
 
     await waves.bounded(changes, send, limit=limit)
     return Written(failures=tuple(sorted(failures, key=lambda f: f[0])), labels=shown, answers=answers)
+
+
+def _node_ref(name: str) -> desired.ObjectRef:
+    return desired.ObjectRef(api_version="v1", kind="Node", namespace="", name=name)

@@ -21,8 +21,10 @@ from support import waiting
 
 from sro import errors, settings
 from sro.apply import ssa
+from sro.engine import node_writes
 from sro.kube import discovery, http
-from sro.model import desired
+from sro.model import desired, views
+from sro.plan import node_patches
 from sro.runtime import result
 from sro.runtime.manager import Manager
 
@@ -316,3 +318,63 @@ async def test_a_write_fenced_while_it_waits_for_the_rate_limit_is_never_sent(
         assert fenced
         with pytest.raises(errors.NotFound):
             await api.request("GET", f"{path}/late")
+
+
+async def test_a_taint_patch_that_meets_a_status_report_is_built_again_and_a_cordon_is_not(
+    cluster: Any,
+) -> None:
+    """A node seen a moment ago has changed since (a kubelet's status report, an
+    administrator's taint): sro's taint patch, guarded by the resourceVersion it saw, meets
+    a conflict, is built again from a fresh read and goes through, keeping the other
+    taint; a cordon built from the same stale view is reported, not retried."""
+    async with await http.Api.connect(api_settings(cluster)) as api:
+        writer = ssa.Writer(api=api, discovery=discovery.Discovery(api))
+        listed = await api.request("GET", "/api/v1/nodes", params={"limit": "1"})
+        name = listed["items"][0]["metadata"]["name"]
+        stale = views.NodeView.from_body(await api.request("GET", f"/api/v1/nodes/{name}"))
+        theirs = {"key": f"admin.example.com/{uuid.uuid4().hex[:8]}", "effect": "NoSchedule"}
+        ours = views.Taint(key="test.sro.dev/gpu", value="present", effect="NoSchedule")
+        await api.request(  # meanwhile, someone else's write moves the resourceVersion
+            "PATCH",
+            f"/api/v1/nodes/{name}",
+            body={"spec": {"taints": [*(t.to_body() for t in stale.taints), theirs]}},
+            content_type=http.MERGE_PATCH,
+        )
+        try:
+            done = await node_writes.carry_out(
+                writer,
+                [node_patches.NodeChange(node=name, taints=(ours,))],
+                sr_name="conflicted",
+                nodes=[stale],
+            )
+            assert done.failures == ()
+            now = await api.request("GET", f"/api/v1/nodes/{name}")
+            keys = [t["key"] for t in now["spec"].get("taints") or []]
+            assert ours.key in keys and theirs["key"] in keys, "sro's taint added, theirs kept"
+            assert ours.key in now["metadata"]["annotations"][node_patches.taints_annotation("conflicted")]
+
+            cordon = await node_writes.carry_out(
+                writer,
+                [node_patches.NodeChange(node=name, unschedulable=True)],
+                sr_name="conflicted",
+                nodes=[stale],
+            )
+            assert [n for n, _ in cordon.failures] == [name]
+            assert isinstance(cordon.failures[0][1], errors.Conflict)
+            assert not (await api.request("GET", f"/api/v1/nodes/{name}"))["spec"].get("unschedulable")
+        finally:
+            fresh = views.NodeView.from_body(await api.request("GET", f"/api/v1/nodes/{name}"))
+            await writer.patch_node(
+                name,
+                {
+                    "metadata": {
+                        "resourceVersion": fresh.resource_version,
+                        "annotations": {node_patches.taints_annotation("conflicted"): None},
+                    },
+                    "spec": {
+                        "taints": [
+                            t.to_body() for t in fresh.taints if t.key not in (ours.key, theirs["key"])
+                        ]
+                    },
+                },
+            )
