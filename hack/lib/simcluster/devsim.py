@@ -103,7 +103,11 @@ class Simulator:
     """In-memory view of nodes and device-plugin pods, and the workers that act on it."""
 
     def __init__(
-        self, client: kube.Kube, run: layout.RunDir, *, build_seconds: tuple[float, float] = (0.0, 0.0)
+        self,
+        client: kube.Kube,
+        run: layout.RunDir,
+        *,
+        build_seconds: tuple[float, float] = controlplane.State.build_seconds,
     ) -> None:
         self.client = client
         self.run = run
