@@ -1,5 +1,6 @@
 """A known driver image prints its ready line only once its build has ended
-(hack/lib/simcluster/pod_logs.py), and the bench's floor counts it done only then."""
+(hack/lib/simcluster/pod_logs.py), and the bench's floor counts it done only then; the
+bench reports the phases sro's status went through."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import converge_floor, converge_steps, layout, pod_logs
+from simcluster import converge_floor, converge_report, converge_steps, layout, pod_logs
 
 pytestmark = pytest.mark.unit
 
@@ -182,3 +183,8 @@ def test_a_drivers_step_ran_until_its_build_ended() -> None:
     clock["mono"], clock["wall"] = 101.0, 5_001.0
     steps.on_pod("MODIFIED", _driver("a", built_at=5_003.0))
     assert steps.done[("n1", "state-driver")] == pytest.approx(103.0), "Ready at 101, built at 103"
+
+
+def test_the_bench_says_how_long_the_status_spent_in_each_phase_longest_first() -> None:
+    text = converge_report.phases_text({"Degraded: ApplyFailed": 130.04, "Progressing": 41.0, "Ready": 0.1})
+    assert text == "Degraded: ApplyFailed 130.0 s, Progressing 41.0 s, Ready 0.1 s"

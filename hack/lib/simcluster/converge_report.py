@@ -95,6 +95,11 @@ def step_rows(figures: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[
     return out
 
 
+def phases_text(phases: Mapping[str, float]) -> str:
+    """``Progressing 240.3 s, Degraded: ApplyFailed 12.0 s``: longest first."""
+    return ", ".join(f"{k} {v:.1f} s" for k, v in sorted(phases.items(), key=lambda kv: -kv[1]))
+
+
 def table(figures: Mapping[str, Any]) -> str:
     """The figures as aligned text, one line each, the floor beside what it bounds."""
     f = figures
@@ -126,6 +131,11 @@ def table(figures: Mapping[str, Any]) -> str:
             f"NOT READY: {f['not_ready']}" if "not_ready" in f else f"{f['sro']['seconds']:.1f} s",
         ),
         ("sro / floor", f"{f['ratio']:.2f}x" if "ratio" in f else "(no floor measured)"),
+        *(
+            [("sro: status phases while converging", phases_text(f["sro"]["phases"]))]
+            if f.get("sro", {}).get("phases")
+            else []
+        ),
         *([("sro / labelled floor", f"{f['labelled_ratio']:.2f}x")] if "labelled_ratio" in f else []),
         ("sro CPU during convergence", f"{f['sro']['cpu_seconds']:.1f} CPU-s"),
         ("sro peak RSS", f"{f['sro']['peak_rss_mb']:.0f} MB"),

@@ -310,9 +310,12 @@ async def converge(
     total: int,
     within: float,
     steps: converge_steps.Steps | None = None,
+    phases: dict[str, float] | None = None,
 ) -> tuple[float, dict[str, list[tuple[float, int]]]]:
     """Create the SpecialResource; seconds until it is Ready on ``total`` nodes, and the
-    per-state curves meanwhile; ``steps`` is told of every operand pod and state label."""
+    per-state curves meanwhile; ``steps`` is told of every operand pod and state label;
+    ``phases`` gets the seconds its status spent in each phase (``Degraded: <reason>`` for
+    a Degraded one): a rollout that only progresses shows Progressing and nothing else."""
     name = body["metadata"]["name"]
     namespace = (body.get("spec") or {}).get("namespace") or name
     curves: dict[str, list[tuple[float, int]]] = {s: [(0.0, 0)] for s in states}
@@ -332,9 +335,25 @@ async def converge(
         )
     try:
         await client.create(SR_PATH, body)
+        last = time.monotonic()
         while True:
             sr = await client.get(f"{SR_PATH}/{name}")
             status = sr.get("status") or {}
+            now = time.monotonic()
+            if phases is not None:
+                phase = str(status.get("phase") or "(none)")
+                if phase == "Degraded":
+                    reason = next(
+                        (
+                            c.get("reason")
+                            for c in status.get("conditions") or ()
+                            if c.get("type") == "Degraded"
+                        ),
+                        None,
+                    )
+                    phase = f"Degraded: {reason}"
+                phases[phase] = phases.get(phase, 0.0) + now - last
+            last = now
             if status.get("phase") == "Ready" and status.get("ready") == f"{total}/{total}":
                 return time.monotonic() - started, curves
             if time.monotonic() - started > within:
