@@ -16,12 +16,13 @@ attempts, jittered); other errors are raised as the typed errors of ``sro.errors
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
-import tenacity
 
 from sro import errors
 from sro.apply import diff
@@ -33,12 +34,13 @@ log = structlog.get_logger(__name__)
 FIELD_MANAGER = "sro"
 PROPAGATION = ("Background", "Foreground", "Orphan")
 
-_on_conflict = tenacity.AsyncRetrying(
-    stop=tenacity.stop_after_attempt(4),
-    wait=tenacity.wait_random_exponential(multiplier=0.05, max=1.0),
-    retry=tenacity.retry_if_exception_type(errors.Conflict),
-    reraise=True,
-)
+CONFLICT_ATTEMPTS = 4
+"""Sends of one apply that meets a conflict, 0.1, 0.2 and 0.4 s apart at most (random)."""
+
+
+def _conflict_pause(attempt: int) -> float:
+    """Seconds before resending an apply after its ``attempt``-th send met a conflict."""
+    return random.uniform(0.0, min(1.0, 0.05 * 2.0**attempt))
 
 
 class Writer:
@@ -105,9 +107,11 @@ class Writer:
         params = {"fieldManager": self.field_manager, "force": "true", "fieldValidation": "Strict"}
         if dry_run:
             params["dryRun"] = "All"
-        async for attempt in _on_conflict:
-            with attempt:
-                self._fenced(f"apply {ref}")
+        # Retried here, each apply on its own count: a retrying object shared by concurrent
+        # applies shares its state, and one apply's refusal came out of another's await.
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            self._fenced(f"apply {ref}")
+            try:
                 answer = await self._api.request(
                     "PATCH",
                     path,
@@ -117,11 +121,16 @@ class Writer:
                     resource=plural,
                     guard=self._guard(f"apply {ref}"),
                 )
-                log.debug("applied", object=str(ref), dry_run=dry_run, subresource=subresource or None)
-                if not dry_run:
-                    self._note(ref.api_version, ref.kind, answer)
-                return answer
-        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+            except errors.Conflict:
+                if attempt == CONFLICT_ATTEMPTS:
+                    raise
+                await asyncio.sleep(_conflict_pause(attempt))
+                continue
+            log.debug("applied", object=str(ref), dry_run=dry_run, subresource=subresource or None)
+            if not dry_run:
+                self._note(ref.api_version, ref.kind, answer)
+            return answer
+        raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
 
     async def apply_status(self, ref: desired.ObjectRef, status: Mapping[str, Any]) -> dict[str, Any]:
         """Server-side apply of ``status`` through the status subresource."""
