@@ -146,8 +146,10 @@ class Builds:
         if uid in self.pending or uid in self.finished:
             return
         at = read_stamp((meta.get("annotations") or {}).get(BUILT_AT))
+        if at is None:  # most pods, on most of their events: no image match needed
+            return
         known = known_log(pod)
-        if at is None or known is None:
+        if known is None:
             return
         delay = max(0.0, at - datetime.datetime.now(datetime.UTC).timestamp())
         loop = asyncio.get_running_loop()
