@@ -68,7 +68,7 @@ class OsRelease:
         parts = self.version_id.split(".")
         return parts[1] if len(parts) > 1 else ""
 
-    @property
+    @cached_property  # every node's kernel group asks, every pass
     def tag(self) -> str:
         """A compact form used in image tags, e.g. ``rhel9.4``."""
         return f"{self.id}{self.version_id}"
@@ -82,7 +82,7 @@ class KernelGroup:
     os: OsRelease
     arch: str = "x86_64"
 
-    @property
+    @cached_property  # every node's kernel group asks, every pass
     def key(self) -> str:
         """Stable identity of the group, used in status rows and bookkeeping labels."""
         return f"{self.kernel}|{self.os.tag}"

@@ -65,6 +65,9 @@ class Walk:
     # state -> phase -> nodes, counted while walking (status rows and the per-state node
     # gauge read it; empty for a walk built by hand, which ``phase_counts`` then counts).
     phases: Mapping[str, Mapping[Phase, int]] = field(default_factory=dict, compare=False, repr=False)
+    # How many nodes have every state complete, counted while walking (None: a walk built
+    # by hand, whose nodes ``complete_nodes`` then reads).
+    complete: int | None = field(default=None, compare=False, repr=False)
     # Each desired object's ref, computed once (``DesiredObject.ref`` builds it every time).
     refs: Mapping[int, tuple[desired.DesiredObject, desired.ObjectRef]] = field(
         default_factory=dict, compare=False, repr=False
@@ -94,6 +97,12 @@ class Walk:
         if self.phases:
             return self.phases.get(state, {})
         return Counter(states[state].phase for states in self.nodes.values() if state in states)
+
+    def complete_nodes(self) -> int:
+        """On how many nodes every state is complete."""
+        if self.complete is not None:
+            return self.complete
+        return sum(1 for node in self.nodes if self.all_complete(node))
 
     def all_complete(self, node: str) -> bool:
         return all(ns.phase is Phase.COMPLETE for ns in self.nodes[node].values())

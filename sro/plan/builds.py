@@ -242,8 +242,8 @@ def _jobs(spec: Spec, seen: observed_.Observed) -> dict[tuple[str, int], observe
     """(inputs, attempt) -> the live Jobs of ``spec``'s group."""
     pattern = re.compile(re.escape(spec.prefix) + r"-([0-9a-f]{8})-([0-9]{1,6})")
     out = {}
-    for ref, live in seen.objects.items():
-        if ref.kind != "Job" or ref.namespace != spec.obj.ref.namespace:
+    for ref, live in seen.of_kind.get("Job", ()):
+        if ref.namespace != spec.obj.ref.namespace:
             continue
         found = pattern.fullmatch(ref.name)
         if found:

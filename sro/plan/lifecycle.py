@@ -307,27 +307,7 @@ def stale_objects(
     )
 
 
-def closed_pods(
-    wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk
-) -> tuple[Deletion, ...]:
-    """Per-node pods of states not open on their node: they run again when it reopens."""
-    deletions = []
-    for node, objects in wanted.by_node.items():
-        states = walked.nodes.get(node, {})
-        for obj in objects:
-            if obj.kind != "Pod" or states.get(obj.state, _PENDING).open:
-                continue
-            ref = walked.ref(obj)
-            pod = seen.pod(ref)
-            if pod is None or pod.deleting:
-                continue
-            why = _why_closed(walked.order, states)
-            reason = f"{obj.state} is not open on {node}{why}: its pod runs again when it opens"
-            deletions.append(Deletion(ref=ref, uid=pod.uid, reason=reason))
-    return tuple(deletions)
-
-
-def _why_closed(order: Sequence[str], states: Mapping[str, progress.NodeState]) -> str:
+def why_closed(order: Sequence[str], states: Mapping[str, progress.NodeState]) -> str:
     """What holds a node's later states closed: its first open state not complete (a pod
     not ready, a log not matched...), else the reason of its first Pending state (a reset);
     the log line of a deletion says it, so an unexpected one can be traced to its cause."""

@@ -273,6 +273,15 @@ class Observed:
     """The ControllerRevisions of the owned DaemonSets (their template history)."""
 
     @cached_property
+    def of_kind(self) -> Mapping[str, tuple[tuple[desired.ObjectRef, LiveObject], ...]]:
+        """The owned objects by kind, in ``objects`` order (several parts of a plan look
+        for one kind among thousands of per-node pods: one scan serves them all)."""
+        out: dict[str, list[tuple[desired.ObjectRef, LiveObject]]] = {}
+        for ref, live in self.objects.items():
+            out.setdefault(ref.kind, []).append((ref, live))
+        return {kind: tuple(found) for kind, found in out.items()}
+
+    @cached_property
     def current_revisions(self) -> Mapping[str, Revision]:
         """DaemonSet uid -> its current template revision (the highest number), where known."""
         out: dict[str, Revision] = {}

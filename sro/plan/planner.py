@@ -38,6 +38,7 @@ from sro.plan import (
     images,
     lifecycle,
     log_polls,
+    node_parts,
     pod_retries,
     preflight,
     upgrade_records,
@@ -70,78 +71,34 @@ TEARDOWN_POLL = 2.0
 few seconds); watches also wake the engine, this is the floor."""
 
 
-_PENDING = progress.NodeState(phase=progress.Phase.PENDING)
-
-
-def _missing(sr_name: str, labels: Mapping[str, str], states: tuple[str, ...]) -> tuple[str, ...]:
-    """The ready labels of ``states`` that ``labels`` lacks."""
-    keys = (lifecycle.state_label(sr_name, s) for s in states)
-    return tuple(k for k in keys if labels.get(k) != lifecycle.READY_VALUE)
-
-
-def _made(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
-    """Whether the pod ``ref`` exists, or succeeded and was collected since the last pass
-    (``Observed.finished``: this pass records its state, it is not made again)."""
-    return seen.pod(ref) is not None or ref in seen.finished
-
-
 def _to_apply(
     wanted: desired.DesiredState,
     seen: observed_.Observed,
     walked: progress.Walk,
+    per_node: node_parts.Parts,
     *,
-    setting: Mapping[str, Mapping[str, str | None]],
     started: set[str],
 ) -> tuple[tuple[desired.DesiredObject, ...], tuple[actions.Follower, ...]]:
-    """What to apply now, and what to apply once this pass's node patches (``setting``:
-    labels by node) have landed; ``started``: states with an object in the cluster."""
+    """What to apply now, and what to apply once this pass's node patches have landed:
+    the nodes' own objects (``per_node``) and the cluster-wide ones of the states open
+    somewhere or with an object in the cluster (``started``)."""
     opened = {state for state in walked.order if walked.open_anywhere(state)}
     rank = {state: i for i, state in enumerate(walked.order)}
-    after = {s.name: s.after for s in wanted.states}
-    chosen = []
-    follow = []
-    for node, objects in wanted.by_node.items():
-        states = walked.nodes.get(node)
-        if states is None:
-            continue  # walked nowhere: every state Pending there
-        view = seen.nodes.get(node)
-        coming = setting.get(node, {})
-        for obj in objects:
-            here = states.get(obj.state, _PENDING)
-            if not here.open:
-                continue
-            if obj.kind == "Pod":
-                if obj.wait and here.phase is progress.Phase.COMPLETE:
-                    # It ran there (the walk's record): not again, whether it is still
-                    # there or gone since. Asked first: most of a fleet's pods, once it walked.
-                    continue
-                ref = walked.ref(obj)
-                if _made(seen, ref):
-                    continue  # made already, or succeeded and collected since the last pass
-                if ref in seen.objects:
-                    continue  # a pod's spec is immutable: one that must change is deleted, then made again
-            # Its labels come first: a pinned pod is refused by a node without them.
-            missing = _missing(wanted.sr_name, view.labels if view else {}, after.get(obj.state, ()))
-            if any(coming.get(k) != lifecycle.READY_VALUE for k in missing):
-                continue
-            if missing:
-                follow.append(actions.Follower(obj=obj, labels=missing))
-            else:
-                chosen.append(obj)
+    chosen = list(per_node.now)
     for obj in wanted.cluster_wide:
         if obj.state not in opened and obj.state not in started:
             continue
         if obj.kind == "Pod":
             if obj.wait and walked.phase_counts(obj.state).get(progress.Phase.COMPLETE):
                 continue  # it succeeded and is gone since (the walk's record): not again
-            if walked.ref(obj) in seen.objects or _made(seen, walked.ref(obj)):
+            if walked.ref(obj) in seen.objects or node_parts.made(seen, walked.ref(obj)):
                 continue  # a pod's spec is immutable: one that must change is deleted, then made again
         chosen.append(obj)
 
     def order(o: desired.DesiredObject) -> tuple[int, int, desired.ObjectRef]:
         return (lifecycle.kind_rank(o.kind), rank.get(o.state, 0), walked.ref(o))
 
-    return tuple(sorted(chosen, key=order)), tuple(sorted(follow, key=lambda f: order(f.obj)))
+    return tuple(sorted(chosen, key=order)), tuple(sorted(per_node.later, key=lambda f: order(f.obj)))
 
 
 def _bounded(
@@ -184,13 +141,21 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
     )
     rollout = upgrade_.plan(wanted, seen, walked, now=now)
+    labelled = lifecycle.node_changes(wanted, seen, walked)
+    node_labels = upgrade_status.merge(
+        images.node_changes(labelled.changes, wanted, seen, walked, verdict), rollout.node_changes
+    )
+    setting = {c.node: c.labels for c in node_labels[:PASS_WRITES]}
+    per_node = node_parts.parts(wanted, seen, walked, setting=setting)
+    memo = dataclasses.replace(labelled.memo, render=(handed, rendered), parts=per_node.memo)
+    walked = dataclasses.replace(walked, memo=memo)  # the next plan reuses unchanged nodes'
     stale = images.keep_last_good(lifecycle.stale_objects(wanted, seen, also=made.apply), verdict)
     stale = tuple(d for d in stale if d.ref not in made.keep)
     retry = pod_retries.retries(wanted, seen, walked, now=now)
     candidates = lifecycle.deletion_order(
         (
             *stale,
-            *lifecycle.closed_pods(wanted, seen, walked),
+            *per_node.closed,
             *retry.delete,
             *rollout.delete,
         )
@@ -231,18 +196,11 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     shown = dataclasses.replace(verdict, missing=verdict.missing - made.building)  # building: no news
     status = images.status(status, wanted, seen, shown, now=now)
     status = builds.status(status, made, previous=previous, generation=seen.generation, now=now)
-    labelled = lifecycle.node_changes(wanted, seen, walked)
-    memo = dataclasses.replace(labelled.memo, render=(handed, rendered))
-    walked = dataclasses.replace(walked, memo=memo)  # the next plan reuses unchanged nodes'
-    node_labels = upgrade_status.merge(
-        images.node_changes(labelled.changes, wanted, seen, walked, verdict), rollout.node_changes
-    )
-    setting = {c.node: c.labels for c in node_labels[:PASS_WRITES]}
     started: set[str] = set()  # states opened before: one object of each in the cluster is enough
     for o in wanted.objects:
         if o.state not in started and walked.ref(o) in seen.objects:
             started.add(o.state)
-    now_, later = _to_apply(wanted, seen, walked, setting=setting, started=started)
+    now_, later = _to_apply(wanted, seen, walked, per_node, started=started)
     restored = tuple(rollout.restore.get(o.ref, o) for o in now_)  # a rollback
     allowed = {o.ref for o in images.withhold((*restored, *(f.obj for f in later)), verdict)}
     to_apply, follow, cut_objects = _bounded(

@@ -108,11 +108,18 @@ def plan(
     target = records.revision(wanted)
     p = upgrade_pass.Pass(sr, target=target, now=now)
     nodes = {name: seen.nodes.get(name) or views.NodeView(name=name) for name in wanted.nodes}
-    recs = {name: records.record(node, sr) for name, node in nodes.items()}
+    # The records of the nodes an upgrade concerns: those it labelled, and those running an
+    # outdated pod. Any other node has nothing to do, nor a record to read (every pass of a
+    # fleet with no rollout: most of them).
+    recs: dict[str, records.Record] = {}
     phases: dict[str, str] = {}
     skipped: list[str] = []
     for name, node in nodes.items():
-        rec, phase = recs[name], node.labels.get(key, "")
+        phase = node.labels.get(key, "")
+        if not phase and name not in old:
+            phases[name] = phase
+            continue
+        rec = recs[name] = records.record(node, sr)
         if phase in records.IN_PROGRESS:
             phase = _advance(
                 p,

@@ -161,8 +161,8 @@ def upgraded(seen: observed_.Observed) -> Mapping[str, observed_.LiveObject]:
     """The live ``OnDelete`` DaemonSets sro upgrades, by uid."""
     return {
         live.uid: live
-        for live in seen.objects.values()
-        if live.ref.kind == "DaemonSet" and live.uid and live.update_strategy == lifecycle.ON_DELETE
+        for _, live in seen.of_kind.get("DaemonSet", ())
+        if live.uid and live.update_strategy == lifecycle.ON_DELETE
     }
 
 

@@ -90,6 +90,7 @@ def walk(
     matched: dict[str, tuple[str, ...]] = {}
     nodes: dict[str, Mapping[str, progress.NodeState]] = {}
     pairs: list[tuple[str, progress.Phase]] = []  # (state, phase) of every node, counted at the end
+    complete_nodes = 0
     # Frozen, so one of each serves every node: a reset, and a wait on each state.
     was_reset = progress.NodeState(phase=progress.Phase.PENDING, reason=RESET_REASON)
     waiting_for = {
@@ -118,6 +119,7 @@ def walk(
             if known.matched:
                 matched[node] = known.matched
             pairs.extend(known.phases)
+            complete_nodes += known.complete
             nodes[node] = known.states  # read-only from here on: shared, not copied
             continue
         states: dict[str, progress.NodeState] = {}
@@ -146,6 +148,7 @@ def walk(
             key=key, states=states, logs=tuple(needed), matched=uids
         )
         pairs.extend(found_here.phases)
+        complete_nodes += found_here.complete
         nodes[node] = states
     phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
     for (state, phase), count in Counter(pairs).items():
@@ -156,5 +159,5 @@ def walk(
     )  # fmt: skip
     return progress.Walk(
         order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo,
-        matched=matched,
+        matched=matched, complete=complete_nodes,
     )  # fmt: skip

@@ -76,6 +76,11 @@ class Remembered:
         after pass (one ``Counter`` counts them all at C speed, not a state at a time)."""
         return tuple((state, ns.phase) for state, ns in self.states.items())
 
+    @cached_property
+    def complete(self) -> bool:
+        """Whether every state is complete here (the status counts such nodes every pass)."""
+        return all(phase is progress.Phase.COMPLETE for _, phase in self.phases)
+
 
 def same(a: Sequence[desired.DesiredObject], b: Sequence[desired.DesiredObject]) -> bool:
     """Whether ``a`` and ``b`` hold the same instances, in order (a render reused)."""
@@ -145,6 +150,8 @@ class Memo:
     """What node patches had returned, by node (``Observed.node_answers``), likewise."""
     finished: frozenset[desired.ObjectRef] = frozenset()
     """The pods the walk took as finished (``Observed.finished``)."""
+    parts: Mapping[str, object] = field(default_factory=_nothing)
+    """Each node's part of the plan's writes (``sro.plan.node_parts.Part``), by node."""
 
     def recall(self, node: str, key: NodeKey) -> Remembered | None:
         known = self.nodes.get(node)

@@ -102,7 +102,7 @@ def status_from_walk(
     """The status of a SpecialResource whose nodes were walked (at least one node)."""
     state_rows = [rows.state_row(s.name, walked) for s in wanted.states]  # recipe order, as the CRD says
     selected = len(walked.nodes)
-    complete = sum(1 for node in walked.nodes if walked.all_complete(node))
+    complete = walked.complete_nodes()
     counts = [walked.phase_counts(s) for s in walked.order]  # the nodes are read for a failure only
     failed = (
         sorted(

@@ -36,8 +36,9 @@ def _recipe(world: dict[str, object] | None = None) -> desired.DesiredState:
     groups: dict[str, desired.KernelGroup] = world["groups"] if world else GROUPS  # type: ignore[assignment]
     edited: frozenset[str] = world["edited"] if world else frozenset()  # type: ignore[assignment]
     pattern = str(world["pattern"]) if world else "driver loaded"
-    driver_k1 = ds("driver-k1", "state-driver", group=K1, logs=pattern)
-    driver_k2 = ds("driver-k2", "state-driver", group=K2, logs="driver loaded")
+    plain = bool(world and world.get("plain"))  # no driver waits for a log line
+    driver_k1 = ds("driver-k1", "state-driver", group=K1, logs=None if plain else pattern)
+    driver_k2 = ds("driver-k2", "state-driver", group=K2, logs=None if plain else "driver loaded")
     validate = [
         dataclasses.replace(o, body={**o.body, "spec": {"edited": True}}) if o.node in edited else o
         for o in node_pods("validate", "state-validation", NODES)
@@ -171,6 +172,8 @@ def test_a_walk_with_the_memo_equals_one_without(seed: int) -> None:
         fresh = walk.walk(want, _observe(want, world, walk_memo.EMPTY), reset=reset)
         assert with_memo.nodes == fresh.nodes
         assert with_memo.logs_needed == fresh.logs_needed
+        # The nodes complete in every state, counted while walking, as the status reads them.
+        assert with_memo.complete == fresh.complete == sum(1 for n in NODES if fresh.all_complete(n))
         assert {s: dict(c) for s, c in with_memo.phases.items()} == {
             s: dict(c) for s, c in fresh.phases.items()
         }
@@ -451,3 +454,62 @@ def test_a_node_whose_record_alone_changed_is_walked_again_when_the_news_names_i
     assert again.nodes == walk.walk(want, _observe(want, world, walk_memo.EMPTY, nodes)).nodes
     assert again.nodes["n2"]["state-validation"].phase is not progress.Phase.COMPLETE
     assert {n for n in NODES if again.memo.nodes[n] is not first.memo.nodes[n]} == {"n2"}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_plan_with_the_memo_equals_one_without_and_reuses_unchanged_nodes_parts(seed: int) -> None:
+    """The whole plan, stepped as above with sro's patches landing on the nodes' records,
+    an administrator's labels, and pods finished and collected: with the last plan's memory
+    it applies, follows and deletes what a plan from scratch does, and a node whose walk,
+    record and label change are as they were gets its part of the writes again
+    (``node_parts``) instead of going through its objects."""
+    rng = random.Random(seed)
+    world = _world()
+    # Half the worlds wait for no log line: the nodes' state labels are then in no walk's
+    # key, and a node's record alone tells whether its validation pod waits for its label.
+    world["plain"] = seed % 2 == 0
+    nodes = {n: node(n) for n in NODES}
+    memo = walk_memo.EMPTY
+    reused = 0
+    want = _recipe(world)
+    for _ in range(STEPS):
+        want, _ = _advance(rng, want, world, memo)
+        if rng.random() < 0.3:  # an administrator's label on one node, or one of sro's taken off
+            n = rng.choice(NODES)
+            labels = dict(nodes[n].labels)
+            ours = [k for k in labels if SR in k]
+            if ours and rng.random() < 0.6:
+                labels.pop(rng.choice(ours))
+            else:
+                labels["team"] = str(rng.random())
+            nodes[n] = dataclasses.replace(nodes[n], labels=labels)
+        finished: frozenset[desired.ObjectRef] = frozenset()
+        pods: dict[str, views.PodView] = world["pods"]  # type: ignore[assignment]
+        if rng.random() < 0.2:  # a validation pod that succeeded is collected
+            done = [k for k, p in pods.items() if k.startswith("v-") and p.phase == "Succeeded"]
+            if done:
+                gone = pods.pop(rng.choice(done))
+                finished = frozenset(
+                    {
+                        desired.ObjectRef(
+                            api_version="v1", kind="Pod", namespace=gone.namespace, name=gone.name
+                        )
+                    }
+                )
+        kept = _observe(want, world, memo, nodes, finished=finished)
+        with_memo = planner.plan(want, kept, now=builders.T0)
+        scratch = _observe(want, world, walk_memo.EMPTY, nodes, finished=finished)
+        fresh = planner.plan(want, scratch, now=builders.T0)
+        assert [o.ref for o in with_memo.apply] == [o.ref for o in fresh.apply]
+        assert with_memo.follow == fresh.follow
+        deleted = [(d.ref, d.uid, d.reason) for d in with_memo.delete]
+        assert deleted == [(d.ref, d.uid, d.reason) for d in fresh.delete]
+        assert with_memo.node_labels == fresh.node_labels
+        assert isinstance(with_memo.walk, progress.Walk) and isinstance(with_memo.walk.memo, walk_memo.Memo)
+        parts = with_memo.walk.memo.parts
+        reused += sum(1 for n in NODES if memo.parts.get(n) is not None and parts.get(n) is memo.parts[n])
+        memo = with_memo.walk.memo
+        for change in with_memo.node_labels:
+            if rng.random() < 0.7:  # most patches land before the next pass
+                nodes[change.node] = _patched(nodes[change.node], change)
+    assert reused > 0, "an unchanged node's part is reused, not computed again"
