@@ -82,6 +82,13 @@ class KernelGroup:
     os: OsRelease
     arch: str = "x86_64"
 
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.kernel, self.os, self.arch))
+
+    def __hash__(self) -> int:  # the fields' hash, once: a group keys mappings every node asks
+        return self._hash
+
     @cached_property  # every node's kernel group asks, every pass
     def key(self) -> str:
         """Stable identity of the group, used in status rows and bookkeeping labels."""

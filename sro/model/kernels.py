@@ -116,8 +116,18 @@ def node_group(node: views.NodeView) -> desired.KernelGroup:
 
 
 def group_nodes(nodes: Iterable[views.NodeView]) -> Mapping[str, desired.KernelGroup]:
-    """Each node's kernel group, by node name (nodes without any kernel are left out)."""
-    return {n.name: node_group(n) for n in sorted(nodes, key=lambda n: n.name) if n.kernel}
+    """Each node's kernel group, by node name (nodes without any kernel are left out).
+
+    The nodes of one group share one instance: every pass looks each node's group up in
+    mappings keyed by group, and an instance found by identity is not compared field by
+    field."""
+    out: dict[str, desired.KernelGroup] = {}
+    one: dict[desired.KernelGroup, desired.KernelGroup] = {}
+    for n in sorted(nodes, key=lambda n: n.name):
+        if n.kernel:
+            group = node_group(n)
+            out[n.name] = one.setdefault(group, group)
+    return out
 
 
 def group_selector(group: desired.KernelGroup, members: Iterable[views.NodeView]) -> dict[str, str]:

@@ -242,7 +242,7 @@ def _jobs(spec: Spec, seen: observed_.Observed) -> dict[tuple[str, int], observe
     """(inputs, attempt) -> the live Jobs of ``spec``'s group."""
     pattern = re.compile(re.escape(spec.prefix) + r"-([0-9a-f]{8})-([0-9]{1,6})")
     out = {}
-    for ref, live in seen.of_kind.get("Job", ()):
+    for ref, live in seen.of_kind("Job"):
         if ref.namespace != spec.obj.ref.namespace:
             continue
         found = pattern.fullmatch(ref.name)

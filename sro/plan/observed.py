@@ -273,13 +273,17 @@ class Observed:
     """The ControllerRevisions of the owned DaemonSets (their template history)."""
 
     @cached_property
-    def of_kind(self) -> Mapping[str, tuple[tuple[desired.ObjectRef, LiveObject], ...]]:
-        """The owned objects by kind, in ``objects`` order (several parts of a plan look
-        for one kind among thousands of per-node pods: one scan serves them all)."""
-        out: dict[str, list[tuple[desired.ObjectRef, LiveObject]]] = {}
-        for ref, live in self.objects.items():
-            out.setdefault(ref.kind, []).append((ref, live))
-        return {kind: tuple(found) for kind, found in out.items()}
+    def _kinds(self) -> dict[str, tuple[tuple[desired.ObjectRef, LiveObject], ...]]:
+        return {}
+
+    def of_kind(self, kind: str) -> tuple[tuple[desired.ObjectRef, LiveObject], ...]:
+        """The owned objects of ``kind`` with their refs, in ``objects`` order (several
+        parts of a plan look for one kind among thousands of per-node pods: one scan each
+        per pass serves them all)."""
+        found = self._kinds.get(kind)
+        if found is None:
+            found = self._kinds[kind] = tuple((r, o) for r, o in self.objects.items() if r.kind == kind)
+        return found
 
     @cached_property
     def current_revisions(self) -> Mapping[str, Revision]:

@@ -161,7 +161,7 @@ def upgraded(seen: observed_.Observed) -> Mapping[str, observed_.LiveObject]:
     """The live ``OnDelete`` DaemonSets sro upgrades, by uid."""
     return {
         live.uid: live
-        for _, live in seen.of_kind.get("DaemonSet", ())
+        for _, live in seen.of_kind("DaemonSet")
         if live.uid and live.update_strategy == lifecycle.ON_DELETE
     }
 

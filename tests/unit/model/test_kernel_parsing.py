@@ -95,6 +95,10 @@ def test_nodes_with_the_same_kernel_and_os_share_a_group_and_a_kernelless_node_h
     groups = kernels.group_nodes(nodes)
     assert list(groups) == ["a", "b", "c"]
     assert groups["a"] == groups["b"] != groups["c"]
+    assert groups["a"] is groups["b"], "the nodes of one group share its instance"
+    assert hash(groups["c"]) == hash(kernels.node_group(nodes[2])) and groups["c"] == kernels.node_group(
+        nodes[2]
+    )
 
 
 def test_the_group_selector_uses_os_labels_only_when_every_member_has_them() -> None:
