@@ -248,6 +248,7 @@ def observe(
         objects=objects,
         pods=tuple(pods.relevant.values()),
         pods_named=pods.relevant,
+        pods_on=pods.on_node,
         workload_pods=tuple(pods.workload.values()),
         logs=logs,
         log_reads=log_reads,

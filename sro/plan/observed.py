@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import bodies, desired, upgrade_policy, views
+from sro.plan import pods_index
 from sro.plan import walk_memo as walk_memo_
 
 # The annotation the API server keeps on apps/v1 DaemonSets: the generation of the pod
@@ -342,13 +343,20 @@ class Observed:
             return self.pods_named
         return {(p.namespace, p.name): p for p in self.pods}
 
+    pods_on: Mapping[str, Mapping[tuple[str, str], views.PodView]] | None = None
+    """``pods`` by node and (namespace, name), when the reader keeps them so (``pods_seen``):
+    then ``pods_by_node`` reads only the nodes asked for."""
+
     @cached_property
     def pods_by_node(self) -> Mapping[str, tuple[views.PodView, ...]]:
-        """Pods by the node they run on (``walk_memo``: what a node's walk reads)."""
-        index: dict[str, list[views.PodView]] = {}
+        """Pods by the node they run on, each node's by (namespace, name) (``walk_memo``:
+        what a node's walk reads)."""
+        if self.pods_on is not None:
+            return pods_index.ByNode(self.pods_on)
+        index: dict[str, dict[tuple[str, str], views.PodView]] = {}
         for pod in self.pods:
-            index.setdefault(pod.node, []).append(pod)
-        return {node: tuple(pods) for node, pods in index.items()}
+            index.setdefault(pod.node, {})[(pod.namespace, pod.name)] = pod
+        return {node: pods_index.in_order(pods) for node, pods in index.items()}
 
     workload_pods: tuple[views.PodView, ...] = ()
     """The pods a ReplicaSet or StatefulSet controls (``pods_seen``): a cluster-wide

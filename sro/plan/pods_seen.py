@@ -14,7 +14,8 @@ changes since equals ``read`` of the pods now (``tests/unit/plan/test_pods_seen.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import cast
 
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
@@ -50,6 +51,10 @@ class PodsSeen:
     bare: Mapping[desired.ObjectRef, observed_.LiveObject]
     relevant: Mapping[Key, views.PodView]
     workload: Mapping[Key, views.PodView]
+    on_node: Mapping[str, Mapping[Key, views.PodView]]
+    """``relevant`` by the node each pod runs on ("": not scheduled): a pass reads the pods
+    of the few nodes whose walk it builds again (``Observed.pods_by_node``), not an index of
+    every pod made anew."""
 
     def fits(self, sr: sr_model.SpecialResource) -> bool:
         """Whether this record reads ``sr``'s namespace for ``sr`` (``patched`` needs it to)."""
@@ -63,7 +68,7 @@ def owner_uids(objects: Iterable[observed_.LiveObject]) -> frozenset[str]:
 
 def read(pods: Iterable[views.PodView], *, sr: sr_model.SpecialResource, owners: frozenset[str]) -> PodsSeen:
     """The record of ``pods`` (the namespace's cached pods), from nothing."""
-    state = _Building(sr=sr, owners=owners, pods={}, bare={}, relevant={}, workload={})
+    state = _Building(sr=sr, owners=owners, pods={}, bare={}, relevant={}, workload={}, on_node={})
     for pod in pods:
         if pod.namespace == sr.spec.namespace:
             state.put((pod.namespace, pod.name), pod)
@@ -87,8 +92,11 @@ def patched(
         raise ValueError(
             f"pods read for {last.namespace}/{last.sr_name}, not for {sr.spec.namespace}/{sr.name}"
         )
+    on_node: dict[str, dict[Key, views.PodView]] | None = None
     if last.owners == owners:
         relevant = dict(last.relevant)
+        # Each node's pods are the last record's until they change (``_Building.shared``).
+        on_node = cast(dict[str, dict[Key, views.PodView]], dict(last.on_node))
     else:  # a bare pod has no DaemonSet or Job for controller: only the others are sorted again
         relevant = {
             k: p for k, p in last.pods.items() if p.owner_kind in _OWNER_KINDS and p.owner_uid in owners
@@ -103,6 +111,8 @@ def patched(
         bare=dict(last.bare),
         relevant=relevant,
         workload=dict(last.workload),
+        on_node=on_node if on_node is not None else by_node(relevant),
+        shared=set(on_node or ()),
     )
     for key in sorted(k for k in changed if k[0] == sr.spec.namespace):
         state.put(key, find(key))
@@ -119,13 +129,34 @@ class _Building:
     bare: dict[desired.ObjectRef, observed_.LiveObject]
     relevant: dict[Key, views.PodView]
     workload: dict[Key, views.PodView]
+    on_node: dict[str, dict[Key, views.PodView]]
+    shared: set[str] = field(default_factory=set)
+    """Nodes whose ``on_node`` entry is still the last record's: copied before it changes."""
+
+    def _on(self, node: str) -> dict[Key, views.PodView]:
+        if node in self.shared:
+            self.shared.discard(node)
+            self.on_node[node] = dict(self.on_node[node])
+        return self.on_node.setdefault(node, {})
+
+    def _unfile(self, key: Key) -> None:
+        """Take ``key``'s pod out of ``relevant`` and of its node's pods."""
+        old = self.relevant.pop(key, None)
+        if old is not None:
+            self._off(key, old.node)
+
+    def _off(self, key: Key, node: str) -> None:
+        here = self._on(node)
+        here.pop(key, None)
+        if not here:
+            del self.on_node[node]
 
     def put(self, key: Key, pod: views.PodView | None) -> None:
         ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=key[0], name=key[1])
         if pod is None:
             self.pods.pop(key, None)
             self.bare.pop(ref, None)
-            self.relevant.pop(key, None)
+            self._unfile(key)
             self.workload.pop(key, None)
             return
         if self.pods.get(key) is pod:
@@ -137,9 +168,13 @@ class _Building:
         else:
             self.bare.pop(ref, None)
         if ref in self.bare or (pod.owner_kind in _OWNER_KINDS and pod.owner_uid in self.owners):
+            old = self.relevant.get(key)
+            if old is not None and old.node != pod.node:
+                self._off(key, old.node)  # scheduled since: filed under its node now
             self.relevant[key] = pod
+            self._on(pod.node)[key] = pod
         else:
-            self.relevant.pop(key, None)
+            self._unfile(key)
         if pod.owner_kind in _WORKLOAD_KINDS:
             self.workload[key] = pod
         else:
@@ -155,7 +190,16 @@ class _Building:
             bare=self.bare,
             relevant=self.relevant,
             workload=self.workload,
+            on_node=self.on_node,
         )
+
+
+def by_node(pods: Mapping[Key, views.PodView]) -> dict[str, dict[Key, views.PodView]]:
+    """``pods`` by the node each runs on."""
+    out: dict[str, dict[Key, views.PodView]] = {}
+    for key, pod in pods.items():
+        out.setdefault(pod.node, {})[key] = pod
+    return out
 
 
 def is_bare(pod: views.PodView, sr: sr_model.SpecialResource) -> bool:

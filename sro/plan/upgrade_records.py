@@ -171,7 +171,9 @@ def outdated(seen: observed_.Observed) -> Mapping[str, tuple[views.PodView, ...]
     by_uid = upgraded(seen)
     current = {uid: seen.current_revision(uid) for uid in by_uid}
     found: dict[str, list[views.PodView]] = {}
-    for pod in seen.pods:
+    if not by_uid:
+        return {}
+    for pod in [p for p in seen.pods if p.owner_uid in by_uid]:  # those DaemonSets' pods, in one sweep
         live = by_uid.get(pod.owner_uid) if pod.owner_kind == "DaemonSet" else None
         if live is None or pod.deleting or live.deleting or not pod.template_generation.isdigit():
             continue

@@ -11,6 +11,7 @@ keeps its owned object (the walk compares by identity); a journal the pass fell 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -80,9 +81,12 @@ NOTHING = desired.DesiredState(
 _versions = iter(range(1, 10**9))
 
 
-def body(name: str, *, ns: str, kind: str, owner: str, phase: str, labelled: bool) -> dict[str, Any]:
+def body(
+    name: str, *, ns: str, kind: str, owner: str, phase: str, labelled: bool, node: str = "n1"
+) -> dict[str, Any]:
     """A pod as the API server sends it: owned by the SpecialResource, or by one of
-    ``OWNERS`` (kind ``kind``), with the owner label or without."""
+    ``OWNERS`` (kind ``kind``), with the owner label or without, on ``node`` ("": not
+    scheduled yet)."""
     version = str(next(_versions))
     return {
         "apiVersion": "v1",
@@ -97,7 +101,7 @@ def body(name: str, *, ns: str, kind: str, owner: str, phase: str, labelled: boo
                 {"apiVersion": "v1", "kind": kind, "name": owner, "uid": owner, "controller": True}
             ],
         },
-        "spec": {"nodeName": "n1"},
+        "spec": {"nodeName": node} if node else {},
         "status": {"phase": phase},
     }
 
@@ -111,6 +115,9 @@ def assert_same(a: pods_seen.PodsSeen, b: pods_seen.PodsSeen) -> None:
     assert dict(a.bare) == dict(b.bare)
     assert dict(a.relevant) == dict(b.relevant)
     assert dict(a.workload) == dict(b.workload)
+    assert {n: dict(pods) for n, pods in a.on_node.items()} == {
+        n: dict(pods) for n, pods in b.on_node.items()
+    }
     assert (a.namespace, a.sr_uid, a.owners) == (b.namespace, b.sr_uid, b.owners)
 
 
@@ -122,6 +129,7 @@ upsert = st.tuples(
     st.sampled_from([SR_UID, *OWNERS, "other"]),
     st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
     st.booleans(),
+    st.sampled_from(["n1", "n2", ""]),  # scheduled since, or not yet
 )
 delete = st.tuples(st.just("delete"), st.sampled_from(["p0", "p1", "p2", "p3", "p4", "p5"]), st.just(NS))
 relist = st.tuples(st.just("relist"), st.sampled_from(["p0", "p1", "p2"]))  # one pod missing from it
@@ -135,8 +143,10 @@ def test_passes_read_what_a_fresh_read_of_the_cache_gives(steps: list[tuple[Any,
     bodies: dict[tuple[str, str], dict[str, Any]] = {}  # what the API server holds
     for op, *args in steps:
         if op == "upsert":
-            name, ns, kind, owner, phase, labelled = args
-            bodies[(ns, name)] = body(name, ns=ns, kind=kind, owner=owner, phase=phase, labelled=labelled)
+            name, ns, kind, owner, phase, labelled, node = args
+            bodies[(ns, name)] = body(
+                name, ns=ns, kind=kind, owner=owner, phase=phase, labelled=labelled, node=node
+            )
             reader.store.upsert(bodies[(ns, name)])
         elif op == "delete":
             name, ns = args
@@ -153,6 +163,10 @@ def test_passes_read_what_a_fresh_read_of_the_cache_gives(steps: list[tuple[Any,
                 sr, wanted=NOTHING, nodes=(), owned=(), pods=read, previous={}, recipe_source="built-in"
             )
             assert seen.pods_by_name == {(p.namespace, p.name): p for p in seen.pods}
+            # Each node's pods, read from the kept index, as an index of every pod gives them.
+            built = dataclasses.replace(seen, pods_on=None)
+            assert dict(seen.pods_by_node) == dict(built.pods_by_node)
+            assert sum(map(len, seen.pods_by_node.values())) == len(seen.pods)
             assert {ref for ref in seen.objects if ref.kind == "Pod"} == set(read.bare)
 
 
@@ -227,3 +241,26 @@ def test_the_pods_of_replicasets_and_statefulsets_are_kept_as_workload_pods() ->
         previous={}, recipe_source="built-in",
     )  # fmt: skip
     assert [p.name for p in observed.workload_pods] == ["db"]
+
+
+def test_a_pod_scheduled_between_passes_is_read_on_its_node_only_and_the_last_record_keeps_its_own() -> None:
+    """A DaemonSet's pod made before the scheduler placed it, then bound: the next pass,
+    patched from the last, files it under its node and nowhere else, as a fresh read does;
+    the last pass's record still shows it where it was then."""
+    reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
+    owners = frozenset({"ds-a"})
+    for name, node in (("a", ""), ("b", "n1")):
+        reader.store.upsert(
+            body(name, ns=NS, kind="DaemonSet", owner="ds-a", phase="Pending", labelled=False, node=node)
+        )
+    first = memory.pods_seen(reader, sr, owners=owners)
+    assert {n: set(p) for n, p in first.on_node.items()} == {"": {(NS, "a")}, "n1": {(NS, "b")}}
+    reader.store.upsert(body("a", ns=NS, kind="DaemonSet", owner="ds-a", phase="Running", labelled=False))
+    second = memory.pods_seen(reader, sr, owners=owners)
+    assert {n: set(p) for n, p in second.on_node.items()} == {"n1": {(NS, "a"), (NS, "b")}}
+    assert_same(second, fresh(reader, sr, owners))
+    assert {n: set(p) for n, p in first.on_node.items()} == {"": {(NS, "a")}, "n1": {(NS, "b")}}
+    seen = inputs.observe(
+        sr, wanted=NOTHING, nodes=(), owned=(), pods=second, previous={}, recipe_source="built-in"
+    )
+    assert [p.name for p in seen.pods_by_node["n1"]] == ["a", "b"] and "" not in seen.pods_by_node
