@@ -374,11 +374,8 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="kube-apiserver serves /debug/pprof (to cluster-admin), for CPU profiles of its work",
     )
-    up.add_argument(
-        "--build-seconds",
-        type=pod_logs.build_range,
-        default=controlplane.State.build_seconds,
-        metavar="MIN-MAX",
+    pod_logs.add_build_seconds(
+        up,
         help="how long a known driver image (nvcr.io/nvidia/driver) builds after it starts, before it "
         "prints its ready line: each pod draws from this range, as real drivers take minutes (default "
         "1-4; 0 prints it at once; a pod's sim.sro.dev/build-seconds annotation overrides it)",

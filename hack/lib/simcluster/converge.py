@@ -351,11 +351,8 @@ def main(argv: list[str]) -> int:
         help="finished pods before the pod garbage collector deletes the oldest (default 12,500): "
         "lower, it collects validation pods while sro converges, as on a cluster full of finished Jobs",
     )
-    p.add_argument(
-        "--build-seconds",
-        type=pod_logs.build_range,
-        default=controlplane.State.build_seconds,
-        metavar="MIN-MAX",
+    pod_logs.add_build_seconds(
+        p,
         help="how long each driver builds after it starts before it prints its ready line (hack/cluster "
         "up --build-seconds; default 1-4): the floor counts a driver done at its build's end, as sro must",
     )

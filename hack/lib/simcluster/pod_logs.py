@@ -98,6 +98,17 @@ def build_range(text: str) -> tuple[float, float]:
     return bounds
 
 
+def add_build_seconds(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """``--build-seconds MIN-MAX``, defaulting to the cluster's (``State.build_seconds``)."""
+    parser.add_argument(
+        "--build-seconds",
+        type=build_range,
+        default=controlplane.State.build_seconds,
+        metavar="MIN-MAX",
+        help=help,
+    )
+
+
 def stamp(at: float) -> str:
     """A wall-clock time as the annotation holds it (RFC 3339, microseconds, UTC)."""
     return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
