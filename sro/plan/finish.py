@@ -62,15 +62,16 @@ class Transient:
         return max(passes for _, passes in self.failing.values())
 
     def expired(self, now: datetime) -> bool:
-        return (now - self.since).total_seconds() > TRANSIENT_BOUND
+        return _overdue(self.since, now)
 
     def persisting(self, failures: Sequence[outcomes.Failure], now: datetime) -> list[outcomes.Failure]:
         """Those of ``failures`` that have failed for longer than ``TRANSIENT_BOUND``."""
-        return [
-            f
-            for f in failures
-            if f.key in self.failing and (now - self.failing[f.key][0]).total_seconds() > TRANSIENT_BOUND
-        ]
+        return [f for f in failures if f.key in self.failing and _overdue(self.failing[f.key][0], now)]
+
+
+def _overdue(since: datetime, now: datetime) -> bool:
+    """Whether a write failing since ``since`` has failed past ``TRANSIENT_BOUND``."""
+    return (now - since).total_seconds() > TRANSIENT_BOUND
 
 
 @dataclass(frozen=True, kw_only=True)
