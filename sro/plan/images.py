@@ -134,10 +134,13 @@ def node_changes(
     taint = driver_missing_taint(wanted.sr_name)
     annotation = lifecycle.kernel_annotation(wanted.sr_name)
     by_node = {c.node: c for c in changes}
+    recorded = node_patches.taints_annotation(wanted.sr_name)
     for name in wanted.nodes:
         node = seen.nodes.get(name)
         if node is None:
             continue
+        if not verdict.blocked and not node.annotations.get(recorded):
+            continue  # no taint of sro's recorded there, and none wanted: nothing to change
         carries = taint in node_patches.owned_taints(node, wanted.sr_name)
         if not verdict.blocked and not carries:
             continue

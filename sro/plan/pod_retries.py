@@ -8,6 +8,7 @@ that succeeds forgets its failures.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -36,6 +37,7 @@ class Retries:
     wake_in: timedelta | None
 
 
+_PHASE = operator.attrgetter("phase")
 _NONE = Retries(delete=(), records=MappingProxyType({}), wake_in=None)
 
 
@@ -43,7 +45,10 @@ def retries(
     wanted: desired.DesiredState, seen: observed_.Observed, walked: progress.Walk, *, now: datetime
 ) -> Retries:
     """Recreate failed Pods with backoff; a Pod that succeeds forgets its failures."""
-    if not seen.retries and not any(p.phase == "Failed" and not p.deleting for p in seen.pods):
+    if not seen.retries and (
+        "Failed" not in map(_PHASE, seen.pods)  # at C speed: thousands of pods, every pass
+        or not any(p.phase == "Failed" and not p.deleting for p in seen.pods)
+    ):
         return _NONE  # nothing failed and nothing is counted: every pass of a healthy fleet
     delete: list[lifecycle.Deletion] = []
     records: dict[desired.ObjectRef, observed_.Retry] = {}
