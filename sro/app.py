@@ -88,6 +88,7 @@ def engine_settings(
         proxy=proxy,
         policy=policy,
         write_concurrency=settings.controller.write_concurrency,
+        log_reads_per_second=settings.controller.log_reads_per_second,
     )
     return engine, recipe_dirs
 

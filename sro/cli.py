@@ -285,7 +285,10 @@ def run_settings(args: argparse.Namespace) -> settings_.Settings:
         log=dataclasses.replace(base.log, format=args.log_format, level=args.log_level),
         queue=dataclasses.replace(base.queue, pace=args.reconcile_pace),
         controller=dataclasses.replace(
-            base.controller, workers=args.workers, write_concurrency=args.write_concurrency
+            base.controller,
+            workers=args.workers,
+            write_concurrency=args.write_concurrency,
+            log_reads_per_second=args.log_reads_per_second,
         ),
         lease=dataclasses.replace(
             base.lease,

@@ -312,6 +312,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     flag(
         run,
+        "--log-reads-per-second",
+        "SRO_LOG_READS_PER_SECOND",
+        f"{settings_.ControllerSettings.log_reads_per_second:g}",
+        "log tails of pods waiting for their line (wait-for-logs) read again per second, over "
+        "the whole fleet: with N pods waiting each is read again at most every N/RATE s "
+        "(0: no fleet bound; each pod's own 1-10 s interval); a pod's first read is not held back",
+        type=types.rate,
+        metavar="RATE",
+    )
+    flag(
+        run,
         "--reconcile-pace",
         "SRO_RECONCILE_PACE",
         f"{_QUEUE.pace:g}",

@@ -107,6 +107,10 @@ class ControllerSettings:
     """Writes one reconcile keeps in flight within a wave of independent writes (a state's
     per-node pods, its node labels): enough to keep a 2-core API server busy, few enough
     not to queue behind each other."""
+    log_reads_per_second: float = 50.0
+    """Log tails of waiting pods read again per second, over the whole fleet (0: each pod on
+    its own 1-10 s interval alone): every read is proxied by the API server to a kubelet
+    (``sro.plan.log_polls``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -42,7 +42,17 @@ from sro.engine import namespace as namespace_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
-from sro.plan import actions, finish, inputs, node_loss, outcomes, planner, pod_security, pods_seen
+from sro.plan import (
+    actions,
+    finish,
+    inputs,
+    log_polls,
+    node_loss,
+    outcomes,
+    planner,
+    pod_security,
+    pods_seen,
+)
 from sro.plan import observed as observed_
 from sro.render import recipe as recipe_
 from sro.render import values
@@ -59,6 +69,7 @@ class EngineSettings:
     proxy: values.ProxySettings = field(default_factory=values.ProxySettings)
     policy: recipe_policy.RecipePolicy = recipe_policy.DEFAULT
     write_concurrency: int = waves.DEFAULT_LIMIT
+    log_reads_per_second: float = log_polls.FLEET_READS_PER_SECOND
 
 
 class Engine:
@@ -235,6 +246,7 @@ class Engine:
             recipe_source=str(recipe.source),
             logs=dict(memory.logs),
             log_reads=dict(memory.log_reads),
+            log_rate=self._settings.log_reads_per_second,
             retries=memory.retries,
             drains=memory.drained,
             jobs=memory.jobs,

@@ -26,7 +26,7 @@ from typing import Any
 from sro.cache import projections
 from sro.model import desired, selection, views
 from sro.model import specialresource as sr_model
-from sro.plan import conflicts, dependencies, finish, lifecycle, pods_seen
+from sro.plan import conflicts, dependencies, finish, lifecycle, log_polls, pods_seen
 from sro.plan import observed as observed_
 from sro.plan import walk_memo as walk_memo_
 
@@ -216,6 +216,7 @@ def observe(
     recipe_source: str,
     logs: Mapping[str, Mapping[str, str]] = MappingProxyType({}),
     log_reads: Mapping[str, datetime] = MappingProxyType({}),
+    log_rate: float = log_polls.FLEET_READS_PER_SECOND,
     retries: Mapping[desired.ObjectRef, observed_.Retry] = MappingProxyType({}),
     lagging: frozenset[tuple[str, str]] = frozenset(),
     images: Mapping[str, tuple[observed_.ImageCheck, ...]] = MappingProxyType({}),
@@ -252,6 +253,7 @@ def observe(
         workload_pods=tuple(pods.workload.values()),
         logs=logs,
         log_reads=log_reads,
+        log_rate=log_rate,
         retries=retries,
         previous_status=previous,
         taints=sr_taints(sr),

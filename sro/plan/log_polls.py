@@ -8,9 +8,10 @@ comes sooner for another reason (any pod or node event) does not fetch it again:
 thousand drivers still building would otherwise be read in full on every pass, each pass
 held until the last tail came back.
 
-However many pods wait, the fleet's re-reads are bounded too: ``FLEET_READS_PER_SECOND``
-is shared among the waiting pods, so with N of them each is read again at most every
-N / ``FLEET_READS_PER_SECOND`` seconds when that is longer than its own interval. Each log
+However many pods wait, the fleet's re-reads are bounded too: a rate (``sro run
+--log-reads-per-second``, by default ``FLEET_READS_PER_SECOND``) is shared among the
+waiting pods, so with N of them each is read again at most every N / rate seconds when
+that is longer than its own interval (rate 0: no fleet bound). Each log
 read is a request the API server proxies to a kubelet and up to 256 KiB back; 5,000
 drivers building for minutes would otherwise be read 500 times a second.
 
@@ -36,10 +37,10 @@ LOG_POLL_MIN = timedelta(seconds=1)
 so a young pod is looked at often (every quarter of its age, at least this far apart),
 an old one every ``LOG_POLL``: few fetches, and no state left waiting ten seconds for a
 line printed right after the first look."""
-FLEET_READS_PER_SECOND = 50
-"""Most tails read again per second, over every pod waiting: above 500 waiting pods (whose
-own interval is ``LOG_POLL``) each waits longer, 100 s apart at 5,000. A pod's first read
-is not held back by it (that is bounded by the pass's ``limit``)."""
+FLEET_READS_PER_SECOND = 50.0
+"""Most tails read again per second by default, over every pod waiting: above 500 waiting
+pods (whose own interval is ``LOG_POLL``) each waits longer, 100 s apart at 5,000. A pod's
+first read is not held back by it (that is bounded by the pass's ``limit``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,11 +52,14 @@ class Polls:
     wake_in: timedelta | None
 
 
-def interval(created: datetime | None, *, now: datetime, waiting: int = 1) -> timedelta:
+def interval(
+    created: datetime | None, *, now: datetime, waiting: int = 1, rate: float = FLEET_READS_PER_SECOND
+) -> timedelta:
     """How long a pod created at ``created`` waits between two reads of its tail: a
     quarter of its age, between ``LOG_POLL_MIN`` and ``LOG_POLL`` (unknown age: the
-    longest), or its share of ``FLEET_READS_PER_SECOND`` among ``waiting`` pods if longer."""
-    share = timedelta(seconds=waiting / FLEET_READS_PER_SECOND)
+    longest), or its share of ``rate`` reads a second among ``waiting`` pods if longer
+    (``rate`` 0: no share)."""
+    share = timedelta(seconds=waiting / rate) if rate > 0 else timedelta(0)
     if created is None:
         return max(LOG_POLL, share)
     return max(share, min(LOG_POLL, max(LOG_POLL_MIN, max(now - created, timedelta(0)) / 4)))
@@ -68,10 +72,12 @@ def polls(
     read: Mapping[str, datetime],
     now: datetime,
     limit: int,
+    rate: float = FLEET_READS_PER_SECOND,
 ) -> Polls:
     """Of the pods whose tails the walk needs, those due now, at most ``limit`` (see the
     module docstring); ``pods``: the pods by (namespace, name) (``Observed.pods_by_name``);
-    ``read``: when this process last asked for each pod's tails, by uid."""
+    ``read``: when this process last asked for each pod's tails, by uid; ``rate``: the
+    fleet's re-reads a second."""
     if not needed:
         return Polls(due=(), wake_in=None)
     unread: list[progress.LogRequest] = []
@@ -80,7 +86,7 @@ def polls(
     for request in needed:
         pod = pods.get((request.namespace, request.name))
         born = pod.created if pod is not None and pod.uid == request.uid else ""
-        every = interval(times.parse(born), now=now, waiting=len(needed))
+        every = interval(times.parse(born), now=now, waiting=len(needed), rate=rate)
         last = read.get(request.uid)
         if last is not None and now - last < every:
             waits.append(last + every - now)

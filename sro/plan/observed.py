@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import bodies, desired, upgrade_policy, views
-from sro.plan import pods_index
+from sro.plan import log_polls, pods_index
 from sro.plan import walk_memo as walk_memo_
 
 # The annotation the API server keeps on apps/v1 DaemonSets: the generation of the pod
@@ -251,6 +251,8 @@ class Observed:
     logs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _NO_LOGS)
     log_reads: Mapping[str, datetime] = field(default_factory=lambda: _NO_READS)
     """Pod uid -> when a plan of this process last asked for its tails (engine memory)."""
+    log_rate: float = log_polls.FLEET_READS_PER_SECOND
+    """Tails read again per second over the whole fleet (``sro run --log-reads-per-second``)."""
     retries: Mapping[desired.ObjectRef, Retry] = field(default_factory=lambda: _NO_RETRIES)
     previous_status: Mapping[str, Any] = field(default_factory=lambda: _NO_STATUS)
     taints: tuple[views.Taint, ...] = ()

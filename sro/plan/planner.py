@@ -163,7 +163,12 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     delete = tuple(d for d in candidates if lifecycle.fresh_enough(d, seen))
     held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
     polled = log_polls.polls(
-        walked.logs_needed, seen.pods_by_name, read=seen.log_reads, now=now, limit=PASS_WRITES
+        walked.logs_needed,
+        seen.pods_by_name,
+        read=seen.log_reads,
+        now=now,
+        limit=PASS_WRITES,
+        rate=seen.log_rate,
     )
     delays = [
         d

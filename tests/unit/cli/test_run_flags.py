@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from sro import cli
+from sro import app, cli
 
 pytestmark = pytest.mark.unit
 
 
 def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *argv: str) -> argparse.Namespace:
     for name in ("SRO_LEADER_ELECT", "SRO_LOG_FORMAT", "SRO_WORKERS", "SRO_WRITE_CONCURRENCY",
-                 "SRO_RECONCILE_PACE"):  # fmt: skip
+                 "SRO_RECONCILE_PACE", "SRO_LOG_READS_PER_SECOND"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -58,6 +58,8 @@ def test_leader_election_is_on_by_default(monkeypatch: pytest.MonkeyPatch) -> No
         ({"SRO_WRITE_CONCURRENCY": "many"}, (), "--write-concurrency"),
         ({"SRO_RECONCILE_PACE": "0.5"}, (), "--reconcile-pace"),
         ({}, ("--reconcile-pace", "nan"), "--reconcile-pace"),
+        ({"SRO_LOG_READS_PER_SECOND": "-1"}, (), "--log-reads-per-second"),
+        ({}, ("--log-reads-per-second", "inf"), "--log-reads-per-second"),
     ],
 )
 def test_a_bad_value_from_either_source_is_exit_2_naming_the_flag(
@@ -78,6 +80,19 @@ def test_the_reconcile_pace_reaches_the_queue_settings(monkeypatch: pytest.Monke
     assert cli.run_settings(parse(monkeypatch, {})).queue.pace == 4.0
     assert cli.run_settings(parse(monkeypatch, {"SRO_RECONCILE_PACE": "1"})).queue.pace == 1.0
     assert cli.run_settings(parse(monkeypatch, {}, "--reconcile-pace", "2.5")).queue.pace == 2.5
+
+
+def test_the_fleets_log_read_rate_reaches_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the flag or its variable to the engine that hands it to every plan."""
+    for env, argv, rate in (
+        ({}, (), 50.0),
+        ({"SRO_LOG_READS_PER_SECOND": "0"}, (), 0.0),
+        ({}, ("--log-reads-per-second", "200"), 200.0),
+    ):
+        settings = cli.run_settings(parse(monkeypatch, env, *argv))
+        assert settings.controller.log_reads_per_second == rate
+        engine, _ = app.engine_settings(settings)
+        assert engine.log_reads_per_second == rate
 
 
 def test_log_format_is_read_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:

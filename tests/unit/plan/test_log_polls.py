@@ -107,6 +107,21 @@ def test_the_interval_grows_with_the_fleet_past_its_share_of_the_reads() -> None
     assert log_polls.interval(None, now=T0, waiting=5_000) == timedelta(seconds=5_000 / rate)
 
 
+@pytest.mark.parametrize("rate", [10.0, 200.0, 0.0])
+def test_the_fleets_rate_is_the_one_given_and_zero_leaves_each_pod_its_own_interval(rate: float) -> None:
+    old = T0 - timedelta(hours=1)
+    share = timedelta(seconds=5_000 / rate) if rate else timedelta(0)
+    assert log_polls.interval(old, now=T0, waiting=5_000, rate=rate) == max(log_polls.LOG_POLL, share)
+    requests, pods = waiting(1_000, age=timedelta(minutes=5))
+    read = {r.uid: T0 for r in requests}  # every pod read at T0
+    soon = T0 + log_polls.LOG_POLL  # each one's own interval has passed
+    polled = log_polls.polls(requests, named(pods), read=read, now=soon, limit=LIMIT, rate=rate)
+    if rate and 1_000 / rate > log_polls.LOG_POLL.total_seconds():
+        assert polled.due == () and polled.wake_in == timedelta(seconds=1_000 / rate) - log_polls.LOG_POLL
+    else:
+        assert len(polled.due) == LIMIT and polled.wake_in == timedelta(0)
+
+
 def test_a_thousand_drivers_building_for_minutes_are_read_at_the_fleets_rate_none_starved() -> None:
     count = 1_000  # each one's share of the fleet's reads (20 s) is past its own interval (10 s)
     requests, pods = waiting(count, age=timedelta(minutes=5))
