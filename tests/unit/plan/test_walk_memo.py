@@ -364,6 +364,20 @@ def _touched(
     )
 
 
+def _hand_edit(rng: random.Random, nodes: dict[str, views.NodeView]) -> None:
+    """An administrator's label on one node, or one of sro's labels or annotations taken off."""
+    n = rng.choice(NODES)
+    labels, annotations = dict(nodes[n].labels), dict(nodes[n].annotations)
+    ours = [k for k in (*labels, *annotations) if SR in k]
+    if ours and rng.random() < 0.6:
+        gone = rng.choice(ours)
+        labels.pop(gone, None)
+        annotations.pop(gone, None)
+    else:
+        labels["team"] = str(rng.random())
+    nodes[n] = dataclasses.replace(nodes[n], labels=labels, annotations=annotations)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_a_walk_told_what_the_caches_changed_keys_fewer_nodes_and_finds_the_same(
     seed: int, monkeypatch: pytest.MonkeyPatch
@@ -390,17 +404,8 @@ def test_a_walk_told_what_the_caches_changed_keys_fewer_nodes_and_finds_the_same
     want = _recipe(world)
     for _ in range(STEPS):
         want, reset = _advance(rng, want, world, memo)
-        if rng.random() < 0.3:  # an administrator's label on one node, or one of sro's taken off
-            n = rng.choice(NODES)
-            labels, annotations = dict(nodes[n].labels), dict(nodes[n].annotations)
-            ours = [k for k in (*labels, *annotations) if SR in k]
-            if ours and rng.random() < 0.6:
-                gone = rng.choice(ours)
-                labels.pop(gone, None)
-                annotations.pop(gone, None)
-            else:
-                labels["team"] = str(rng.random())
-            nodes[n] = dataclasses.replace(nodes[n], labels=labels, annotations=annotations)
+        if rng.random() < 0.3:
+            _hand_edit(rng, nodes)
         if rng.random() < 0.2:  # a node's own pod made again, not scheduled yet: found by its name
             n = rng.choice(NODES)
             own = next(o for o in want.objects if o.ref.name == f"validate-{n}")
@@ -474,15 +479,8 @@ def test_a_plan_with_the_memo_equals_one_without_and_reuses_unchanged_nodes_part
     want = _recipe(world)
     for _ in range(STEPS):
         want, _ = _advance(rng, want, world, memo)
-        if rng.random() < 0.3:  # an administrator's label on one node, or one of sro's taken off
-            n = rng.choice(NODES)
-            labels = dict(nodes[n].labels)
-            ours = [k for k in labels if SR in k]
-            if ours and rng.random() < 0.6:
-                labels.pop(rng.choice(ours))
-            else:
-                labels["team"] = str(rng.random())
-            nodes[n] = dataclasses.replace(nodes[n], labels=labels)
+        if rng.random() < 0.3:
+            _hand_edit(rng, nodes)
         finished: frozenset[desired.ObjectRef] = frozenset()
         pods: dict[str, views.PodView] = world["pods"]  # type: ignore[assignment]
         if rng.random() < 0.2:  # a validation pod that succeeded is collected
