@@ -17,7 +17,7 @@ on two worlds:
 * ``told``: the unchanged world's very records again (the caches hand the same objects
   while nothing changes), told by the caches' journal that nothing changed since that
   walk (``Observed.touched``, as ``sro run`` tells it), with the pods indexed by name and
-  by node as the engine keeps them (``pods_seen``): no node's key is built again;
+  by node as the engine keeps them (``pods_seen``, ``pods_index``): no node's key is built again;
 * ``kernel``: one node of the converged world rebooted into a kernel no other node runs,
   rendered again (the ``render s`` column is that render, handed the one before as ``sro
   run`` hands it) and planned with the converged walk's memory: the work between a kernel
@@ -55,7 +55,7 @@ from simcluster import inventory as siminventory  # noqa: E402
 from sro.hooks import builds, pipeline  # noqa: E402
 from sro.model import desired, inventory, views  # noqa: E402
 from sro.model import specialresource as sr_model  # noqa: E402
-from sro.plan import actions, lifecycle, observed, planner, pods_seen, walk_memo  # noqa: E402
+from sro.plan import actions, lifecycle, observed, planner, pods_index, walk_memo  # noqa: E402
 from sro.render import kinds, values  # noqa: E402
 from sro.render import recipe as recipe_  # noqa: E402
 
@@ -274,7 +274,7 @@ def main() -> int:
             if label == "told":  # with the pods indexed as the engine keeps them (``pods_seen``)
                 named = {(p.namespace, p.name): p for p in seen.pods}
                 seen = dataclasses.replace(
-                    seen, touched=walk_memo.Touched(), pods_named=named, pods_on=pods_seen.by_node(named)
+                    seen, touched=walk_memo.Touched(), pods_named=named, pods_on=pods_index.by_node(named)
                 )
             if label == "kernel":
                 name = next(iter(seen.nodes))

@@ -139,9 +139,10 @@ def node_changes(
         node = seen.nodes.get(name)
         if node is None:
             continue
-        if not verdict.blocked and not node.annotations.get(recorded):
-            continue  # no taint of sro's recorded there, and none wanted: nothing to change
-        carries = taint in node_patches.owned_taints(node, wanted.sr_name)
+        # A node recording none of sro's taints carries none (most nodes: not parsed).
+        carries = bool(node.annotations.get(recorded)) and taint in node_patches.owned_taints(
+            node, wanted.sr_name
+        )
         if not verdict.blocked and not carries:
             continue
         want = _needs_taint(name, node, taint=taint, wanted=wanted, seen=seen, walked=walked, verdict=verdict)

@@ -79,7 +79,7 @@ def _part(
     view: views.NodeView | None,
     coming: Mapping[str, str | None],
     after: Mapping[str, tuple[str, ...]],
-) -> tuple[list[desired.DesiredObject], list[actions.Follower], list[lifecycle.Deletion]]:
+) -> tuple[tuple[desired.DesiredObject, ...], tuple[actions.Follower, ...], tuple[lifecycle.Deletion, ...]]:
     now: list[desired.DesiredObject] = []
     later: list[actions.Follower] = []
     closed: list[lifecycle.Deletion] = []
@@ -112,7 +112,7 @@ def _part(
             later.append(actions.Follower(obj=obj, labels=missing))
         else:
             now.append(obj)
-    return now, later, closed
+    return tuple(now), tuple(later), tuple(closed)
 
 
 def parts(
@@ -144,23 +144,18 @@ def parts(
             and known.walked is remembered
             and known.reads == (view, coming)
         ):
-            part = known
+            kept[node] = known
+            found = (known.now, known.later, known.closed)
         else:
             found = _part(
                 wanted, seen, walked, node=node, objects=objects, states=states or {}, view=view,
                 coming=coming, after=after,
             )  # fmt: skip
-            if remembered is None:  # a walk built by hand: nothing to keep
-                now.extend(found[0])
-                later.extend(found[1])
-                closed.extend(found[2])
-                continue
-            part = Part(
-                walked=remembered, reads=(view, coming), now=tuple(found[0]), later=tuple(found[1]),
-                closed=tuple(found[2]),
-            )  # fmt: skip
-        kept[node] = part
-        now.extend(part.now)
-        later.extend(part.later)
-        closed.extend(part.closed)
+            if remembered is not None:  # a node no walk remembers (one built by hand): nothing kept
+                kept[node] = Part(
+                    walked=remembered, reads=(view, coming), now=found[0], later=found[1], closed=found[2]
+                )
+        now.extend(found[0])
+        later.extend(found[1])
+        closed.extend(found[2])
     return Parts(now=tuple(now), later=tuple(later), closed=tuple(closed), memo=MappingProxyType(kept))

@@ -355,9 +355,7 @@ class Observed:
         what a node's walk reads)."""
         if self.pods_on is not None:
             return pods_index.ByNode(self.pods_on)
-        index: dict[str, dict[tuple[str, str], views.PodView]] = {}
-        for pod in self.pods:
-            index.setdefault(pod.node, {})[(pod.namespace, pod.name)] = pod
+        index = pods_index.by_node(self.pods_by_name)
         return {node: pods_index.in_order(pods) for node, pods in index.items()}
 
     workload_pods: tuple[views.PodView, ...] = ()

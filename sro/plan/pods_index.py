@@ -17,6 +17,14 @@ Key = tuple[str, str]
 """A pod's (namespace, name)."""
 
 
+def by_node(pods: Mapping[Key, views.PodView]) -> dict[str, dict[Key, views.PodView]]:
+    """``pods`` by the node each runs on ("": not scheduled)."""
+    out: dict[str, dict[Key, views.PodView]] = {}
+    for key, pod in pods.items():
+        out.setdefault(pod.node, {})[key] = pod
+    return out
+
+
 def in_order(pods: Mapping[Key, views.PodView]) -> tuple[views.PodView, ...]:
     """One node's pods, by (namespace, name)."""
     return tuple(pods[key] for key in sorted(pods))

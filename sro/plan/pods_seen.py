@@ -20,8 +20,9 @@ from typing import cast
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import observed as observed_
+from sro.plan import pods_index
 
-Key = tuple[str, str]
+Key = pods_index.Key
 """A pod's (namespace, name)."""
 
 _OWNER_KINDS = ("DaemonSet", "Job")
@@ -111,7 +112,7 @@ def patched(
         bare=dict(last.bare),
         relevant=relevant,
         workload=dict(last.workload),
-        on_node=on_node if on_node is not None else by_node(relevant),
+        on_node=on_node if on_node is not None else pods_index.by_node(relevant),
         shared=set(on_node or ()),
     )
     for key in sorted(k for k in changed if k[0] == sr.spec.namespace):
@@ -192,14 +193,6 @@ class _Building:
             workload=self.workload,
             on_node=self.on_node,
         )
-
-
-def by_node(pods: Mapping[Key, views.PodView]) -> dict[str, dict[Key, views.PodView]]:
-    """``pods`` by the node each runs on."""
-    out: dict[str, dict[Key, views.PodView]] = {}
-    for key, pod in pods.items():
-        out.setdefault(pod.node, {})[key] = pod
-    return out
 
 
 def is_bare(pod: views.PodView, sr: sr_model.SpecialResource) -> bool:
