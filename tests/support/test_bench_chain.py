@@ -23,6 +23,21 @@ def test_the_chain_is_the_longest_after_path_of_fastest_pods() -> None:
     assert converge_floor.chain_seconds(fastest, after) == pytest.approx(5.25)
 
 
+def test_each_step_of_the_longest_chain_is_one_node_write_and_complete_joins_the_last() -> None:
+    after = {"a": (), "b": ("a",), "c": ("b",), "d": ("a",), "e": ("c", "d"), "f": ()}
+    assert converge_floor.label_batches(after) == [["a", "f"], ["b", "d"], ["c"], ["e", "complete"]]
+    assert converge_floor.label_batches({}) == []
+
+
+def test_the_nvidia_gpu_recipe_needs_eight_node_writes_on_each_node() -> None:
+    batches = converge_floor.label_batches(converge.states_after(converge.RECIPE))
+    assert len(batches) == 8
+    assert sorted(batches[0]) == ["state-driver", "state-driver-build"]
+    assert sorted(batches[6]) == ["state-feature-discovery", "state-monitoring"]
+    assert batches[-1] == ["state-grafana", "complete"]
+    assert sum(len(b) for b in batches) == len(converge.states_of(converge.RECIPE)) + 1
+
+
 def test_states_without_pods_add_nothing() -> None:
     assert converge_floor.chain_seconds({"b": 2.0}, {"a": (), "b": ("a",), "c": ("b",)}) == pytest.approx(2.0)
     assert converge_floor.chain_seconds({}, {}) == 0.0

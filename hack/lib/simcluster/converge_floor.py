@@ -195,34 +195,55 @@ LABEL_PREFIX = "floor.sro.dev"
 """The labelled floor's node labels: no workload selects on them, sro never reads them."""
 
 
+def label_batches(after: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """The fewest node writes the contract asks of any operator on each node: a state's
+    label can go out only once the states it comes after are complete there, so a node
+    needs one write per step of its longest chain. States as deep in ``after`` (each
+    state's predecessors) share a write; ``complete`` joins the last."""
+    depth: dict[str, int] = {}
+
+    def of(state: str) -> int:
+        if state not in depth:
+            depth[state] = 1 + max((of(a) for a in after[state]), default=-1)
+        return depth[state]
+
+    batches: list[list[str]] = [[] for _ in range(1 + max((of(s) for s in after), default=-1))]
+    for state in after:
+        batches[of(state)].append(state)
+    if batches:
+        batches[-1].append("complete")
+    return batches
+
+
 async def label_all(
     client: kube.Kube,
     nodes: Sequence[str],
-    labels: Sequence[str],
+    batches: Sequence[Sequence[str]],
     *,
     concurrency: int = 32,
     over: float = 0.0,
 ) -> int:
-    """One JSON merge patch per node and label, ``<LABEL_PREFIX>/<label>: ready``, label
-    after label over every node, ``concurrency`` at a time: the node writes the contract
-    asks of any operator that records each state on each node (a label per state, and
-    ``complete``), with no order between them. With ``over`` (seconds) they are spread
+    """One JSON merge patch per node and batch of labels (``label_batches``), each label
+    ``<LABEL_PREFIX>/<label>: ready``, batch after batch over every node, ``concurrency``
+    at a time: the node writes the contract asks of any operator that records each state
+    on each node, with no order between them. With ``over`` (seconds) they are spread
     evenly over that long, as an operator's come while nodes move through their states,
     not all at the start. Returns the patches sent."""
     gate = asyncio.Semaphore(concurrency)
-    total = len(nodes) * len(labels)
+    total = len(nodes) * len(batches)
     start = time.monotonic()
 
-    async def one(i: int, node: str, label: str) -> None:
+    async def one(i: int, node: str, batch: Sequence[str]) -> None:
         if over > 0:
             await asyncio.sleep(max(0.0, start + over * i / total - time.monotonic()))
         async with gate:
             await client.patch(
-                f"/api/v1/nodes/{node}", {"metadata": {"labels": {f"{LABEL_PREFIX}/{label}": "ready"}}}
+                f"/api/v1/nodes/{node}",
+                {"metadata": {"labels": {f"{LABEL_PREFIX}/{label}": "ready" for label in batch}}},
             )
 
-    pairs = [(node, label) for label in labels for node in nodes]
-    await asyncio.gather(*(one(i, node, label) for i, (node, label) in enumerate(pairs)))
+    pairs = [(node, batch) for batch in batches for node in nodes]
+    await asyncio.gather(*(one(i, node, batch) for i, (node, batch) in enumerate(pairs)))
     return total
 
 

@@ -39,14 +39,15 @@ async def floor(
     after: Mapping[str, Sequence[str]],
     within: float,
     profile: Path | None = None,
-    labelled: Sequence[str] = (),
+    labelled: bool = False,
 ) -> dict[str, Any]:
     """The floor of ``recipe`` as ``sro`` renders it for the SpecialResource in ``sr_file``
     (``after``: each state's predecessors): the chain on one node alone, then every object
-    posted at once. With ``labelled`` (label names: the states and ``complete``) the floor
-    runs a second time with every node given each of those labels in its own patch
-    besides, spread over as long as the first took (the *labelled floor*): what the
-    contract's node writes alone add to the control plane's work."""
+    posted at once. With ``labelled`` the floor runs a second time with every node given
+    its state labels and ``complete`` besides, in the fewest patches the order of states
+    allows (``converge_floor.label_batches``), spread over as long as the first took (the
+    *labelled floor*): what the contract's node writes alone add to the control plane's
+    work."""
     objects = [
         converge_floor.without_ordering(o)
         for o in converge_floor.rendered_objects(
@@ -90,7 +91,13 @@ async def floor(
     if labelled:
         nodes = [str(n["metadata"]["name"]) for n in listed["items"]]
         both = await _posted(
-            client, run, objects, labels, within=within, node_labels=(nodes, list(labelled)), spread=seconds
+            client,
+            run,
+            objects,
+            labels,
+            within=within,
+            node_labels=(nodes, converge_floor.label_batches(after)),
+            spread=seconds,
         )
         done = max(both.times.curve[-1][0], both.labelled_seconds)
         figures["labelled"] = {
@@ -129,13 +136,13 @@ async def _posted(
     *,
     within: float,
     during: contextlib.AbstractAsyncContextManager[object] | None = None,
-    node_labels: tuple[list[str], list[str]] | None = None,
+    node_labels: tuple[list[str], list[list[str]]] | None = None,
     spread: float = 0.0,
 ) -> Posted:
     """Post ``objects`` at once, time their pods (on nodes labelled ``labels``) to done,
     then remove it all (``during`` is entered for exactly the timed window). With
-    ``node_labels`` (nodes, label names) every node gets each label in its own patch
-    meanwhile, spread over ``spread`` seconds (``converge_floor.label_all``), and the CPU
+    ``node_labels`` (nodes, batches of label names) every node gets each batch in its own
+    patch meanwhile, spread over ``spread`` seconds (``converge_floor.label_all``), and the CPU
     is counted until both are done."""
     expected = converge_floor.expected_pods(objects, labels)
     namespace = next(str(o["metadata"]["namespace"]) for o in objects if o["metadata"].get("namespace"))
@@ -176,5 +183,6 @@ async def _posted(
             raise
         await asyncio.sleep(0.5)
     if node_labels is not None:
-        await converge_floor.unlabel_all(client, *node_labels)
+        nodes, batches = node_labels
+        await converge_floor.unlabel_all(client, nodes, [label for batch in batches for label in batch])
     return Posted(times, posts, expected, cpu, patches=patches, labelled_seconds=labelled_seconds)
