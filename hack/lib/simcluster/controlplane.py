@@ -215,12 +215,32 @@ def default_log_lines() -> list[str]:
     ]
 
 
+KWOK_PARALLELISM = {
+    "podPlayStageParallelism": 16,
+    "nodePlayStageParallelism": 8,
+    "nodeLeaseParallelism": 16,
+}
+"""How many pods, nodes and Leases kwok moves at once. Real kubelets work each on its own
+node, all at the same time; kwok's defaults (4 of each) queue the whole fleet's pod
+starts and heartbeats behind four requests in flight. At 5,000 nodes that queue, not any
+node's own work, held pods Pending for minutes, and Leases renewed four at a time fall
+behind under load (the node controller then marks healthy nodes NotReady). Pull delays,
+crashes and slow builds are the Stages' and devsim's to simulate, per pod."""
+
+
 def write_kwok_config(run: layout.RunDir) -> Path:
-    """kwok's --config: the project's Stages plus a ClusterLogs serving a default log to every pod."""
+    """kwok's --config: its parallelism (``KWOK_PARALLELISM``), the project's Stages and a
+    ClusterLogs serving a default log to every pod."""
     run.kwok.mkdir(parents=True, exist_ok=True)
     default_log = run.kwok / "default.log"
     default_log.write_text("".join(cri_line(line) for line in default_log_lines()))
-    docs: list[dict[str, Any]] = []
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokConfiguration",
+            "options": dict(KWOK_PARALLELISM),
+        }
+    ]
     for path in sorted(layout.KWOK_STAGES.glob("*.yaml")):
         docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
     docs.append(

@@ -1,0 +1,36 @@
+"""The kwok configuration ``hack/cluster up`` writes (hack/lib/simcluster/controlplane.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
+from simcluster import controlplane, layout
+
+pytestmark = pytest.mark.unit
+
+KWOK_DEFAULT = 4  # kwok v0.8.0's podPlayStageParallelism, nodePlayStageParallelism, nodeLeaseParallelism
+
+
+def test_kwok_moves_many_pods_nodes_and_leases_at_once_beside_the_projects_stages(tmp_path: Path) -> None:
+    docs = list(yaml.safe_load_all(controlplane.write_kwok_config(layout.RunDir(tmp_path)).read_text()))
+    configurations = [d for d in docs if d["kind"] == "KwokConfiguration"]
+    assert len(configurations) == 1
+    assert configurations[0]["apiVersion"] == "config.kwok.x-k8s.io/v1alpha1"
+    options = configurations[0]["options"]
+    assert set(options) == {"podPlayStageParallelism", "nodePlayStageParallelism", "nodeLeaseParallelism"}
+    assert all(isinstance(v, int) and v > KWOK_DEFAULT for v in options.values())
+    # The Stages and the default logs are still all there.
+    stages = {d["metadata"]["name"] for d in docs if d["kind"] == "Stage"}
+    shipped = {
+        d["metadata"]["name"]
+        for p in layout.KWOK_STAGES.glob("*.yaml")
+        for d in yaml.safe_load_all(p.read_text())
+        if d
+    }
+    assert stages == shipped and shipped
+    assert [d["kind"] for d in docs].count("ClusterLogs") == 1
