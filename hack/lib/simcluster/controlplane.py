@@ -215,21 +215,29 @@ def default_log_lines() -> list[str]:
     ]
 
 
-KWOK_PARALLELISM = {
+KWOK_OPTIONS = {
     "podPlayStageParallelism": 16,
     "nodePlayStageParallelism": 8,
     "nodeLeaseParallelism": 16,
+    # kwok applies its own defaults only when its --config holds no KwokConfiguration, so
+    # every other default is written out: without the first, the node server answers 405
+    # to every log read (a kubelet with its debugging handlers off).
+    "enableDebuggingHandlers": True,
+    "enableProfilingHandler": True,
+    "enableContentionProfiling": False,
+    "experimentalEnableCNI": False,
 }
-"""How many pods, nodes and Leases kwok moves at once. Real kubelets work each on its own
-node, all at the same time; kwok's defaults (4 of each) queue the whole fleet's pod
-starts and heartbeats behind four requests in flight. At 5,000 nodes that queue, not any
-node's own work, held pods Pending for minutes, and Leases renewed four at a time fall
-behind under load (the node controller then marks healthy nodes NotReady). Pull delays,
-crashes and slow builds are the Stages' and devsim's to simulate, per pod."""
+"""kwok's options. It moves 16 pods, 8 nodes and 16 Leases at once: real kubelets work
+each on its own node, all at the same time, and kwok's defaults (4 of each) queue the
+whole fleet's pod starts and heartbeats behind four requests in flight. At 5,000 nodes
+that queue, not any node's own work, held pods Pending for minutes, and Leases renewed
+four at a time fall behind under load (the node controller then marks healthy nodes
+NotReady). Pull delays, crashes and slow builds are the Stages' and devsim's to simulate,
+per pod."""
 
 
 def write_kwok_config(run: layout.RunDir) -> Path:
-    """kwok's --config: its parallelism (``KWOK_PARALLELISM``), the project's Stages and a
+    """kwok's --config: its options (``KWOK_OPTIONS``), the project's Stages and a
     ClusterLogs serving a default log to every pod."""
     run.kwok.mkdir(parents=True, exist_ok=True)
     default_log = run.kwok / "default.log"
@@ -238,7 +246,7 @@ def write_kwok_config(run: layout.RunDir) -> Path:
         {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokConfiguration",
-            "options": dict(KWOK_PARALLELISM),
+            "options": dict(KWOK_OPTIONS),
         }
     ]
     for path in sorted(layout.KWOK_STAGES.glob("*.yaml")):
