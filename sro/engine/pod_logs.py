@@ -43,12 +43,20 @@ async def fetch(
 ) -> bool:
     """Fetch each requested pod's container tails into ``store``, ``limit`` at a time; True
     when some pod's tails now all hold a line matching its pattern, so its wait may be over
-    (the planner asks only for pods not yet matched, so this never repeats for a pod)."""
+    (the planner asks only for pods not yet matched, so this never repeats for a pod).
+
+    A read that fails (logs refused by RBAC or by a kubelet with its debugging handlers
+    off, a kubelet out of reach) is kept beside the pod's tails (``readiness.after_read``),
+    so the state's reason says why it still waits, and said in one warning a fetch for the
+    pods whose failure is new: read again on the pod's interval, it would otherwise wait
+    silently forever. A pod gone meanwhile is no failure."""
     matched = False
+    new: list[tuple[str, str]] = []  # (pod, why) of reads failing anew
 
     async def one(request: progress.LogRequest) -> None:
         nonlocal matched
         tails: dict[str, str] = {}
+        failure = ""
         found_all = bool(request.containers)
         for container in request.containers:
             try:
@@ -59,16 +67,30 @@ async def fetch(
                     tail_lines=TAIL_LINES,
                     limit_bytes=FETCH_BYTES,
                 )
+            except errors.NotFound:
+                found_all = False
+                continue
             except errors.SroError as exc:
-                log.debug("log not fetched", pod=request.name, container=container, error=str(exc))
+                failure = failure or f"{container}: {exc}"
                 found_all = False
                 continue
             kept, found = await asyncio.to_thread(readiness.condense_match, text, request.pattern)
             tails[container] = kept
             found_all = found_all and found
         matched = matched or found_all
-        if tails:
-            store[request.uid] = tails
+        before = store.get(request.uid)
+        after = readiness.after_read(before, tails, failure)
+        if after is not None:
+            store[request.uid] = after
+            if failure and (before or {}).get(readiness.READ_FAILED) != after[readiness.READ_FAILED]:
+                new.append((request.name, after[readiness.READ_FAILED]))
 
     await waves.bounded(requests, one, limit=limit)
+    if new:
+        log.warning(
+            "pod logs could not be read: wait-for-logs waits until they can",
+            pods=len(new),
+            pod=new[0][0],
+            error=new[0][1],
+        )
     return matched

@@ -45,7 +45,7 @@ from typing import Any
 
 from sro.hooks import base, builds, podspec
 from sro.model import desired, names, progress, times, views
-from sro.plan import images
+from sro.plan import images, readiness
 from sro.plan import observed as observed_
 from sro.status import conditions, summary
 from sro.status.body import StatusBody
@@ -264,7 +264,7 @@ def _tail(live: observed_.LiveObject, seen: observed_.Observed) -> tuple[str, pr
     if not pods:
         return "", None
     pod = pods[-1]
-    tails = seen.logs.get(pod.uid)
+    tails = readiness.tails_read(seen.logs.get(pod.uid))
     if tails is None:
         containers = tuple(c.name for c in pod.containers)
         return "", progress.LogRequest(

@@ -112,6 +112,38 @@ def log_containers(pod: views.PodView) -> tuple[str, ...]:
 
 LOG_KEEP_BYTES = 4096
 """What is kept of a log tail that has not matched yet (the newest part)."""
+READ_FAILED = ""
+"""The key, among a pod's tails by container name (``Observed.logs``), of why its last
+read failed (no container is named so). Such a pod counts as not read: its reason says
+why it still waits, and a node whose label stands for it keeps it."""
+READ_FAILED_MAX = 300
+"""Longest reason kept for a failed read (the API server's message names the pod)."""
+
+
+def after_read(
+    before: Mapping[str, str] | None, tails: Mapping[str, str], failure: str
+) -> Mapping[str, str] | None:
+    """What to keep of a pod's tails after a read: the containers read now (``tails``);
+    where one failed (``failure``), the tails kept before beside why. None: keep nothing
+    (no container read and none failed)."""
+    if not failure:
+        return dict(tails) if tails else None
+    kept = {k: v for k, v in (before or {}).items() if k != READ_FAILED}
+    return {**kept, **tails, READ_FAILED: failure[:READ_FAILED_MAX]}
+
+
+def tails_read(tails: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    """A pod's tails as read, by container (None when no container's were)."""
+    if tails is None or READ_FAILED not in tails:
+        return tails
+    return {k: v for k, v in tails.items() if k != READ_FAILED} or None
+
+
+def _read(tails: Mapping[str, str] | None) -> tuple[Mapping[str, str] | None, str]:
+    """``tails_read``, and why the last read failed ("" when it did not)."""
+    return tails_read(tails), (tails or {}).get(READ_FAILED, "")
+
+
 LOG_LINE_MAX = logpattern.LINE_MAX
 """Longest line a pattern is tried on (a longer line is cut): RE2 matches in time linear
 in the line, so with lines bounded no pattern can take long, and a driver's ready line
@@ -152,21 +184,35 @@ def logs_verdict(
     needed: list[progress.LogRequest] = []
     unread: list[progress.LogRequest] = []
     known: list[str] = []
+    failed: tuple[str, str] | None = None  # (pod, why) of the first pod whose read failed
     for pod in pods:
         if pod.uid in matched_before:
             known.append(pod.uid)
             continue
         names = log_containers(pod)
-        tails = logs.get(pod.uid)
+        tails, failure = _read(logs.get(pod.uid))
         if names and tails is not None and all(n in tails and pattern.matches(tails[n]) for n in names):
             known.append(pod.uid)
             continue
         request = progress.LogRequest(
             namespace=pod.namespace, name=pod.name, uid=pod.uid, containers=names, pattern=pattern.pattern
         )
-        (unread if recorded and names and tails is None else needed).append(request)
+        if recorded and names and tails is None:
+            unread.append(request)
+            continue
+        needed.append(request)
+        if failure and failed is None:
+            failed = (pod.name, failure)
     if not needed:
         return Verdict(outcome=Outcome.READY, logs_needed=tuple(unread), matched=tuple(known))
+    if failed is not None:
+        # Not stuck: a read that failed once may succeed the next time, and a stuck state
+        # fails a driver upgrade on the node.
+        return waiting(
+            f"waiting for logs of pod {failed[0]} to match {pattern.pattern!r}; "
+            f"its logs could not be read: {failed[1]}",
+            logs_needed=(*needed, *unread),
+        )
     return waiting(
         f"waiting for logs of pod {needed[0].name} to match {pattern.pattern!r}",
         logs_needed=(*needed, *unread),

@@ -410,3 +410,42 @@ def test_a_pod_the_node_records_as_matched_needs_no_read_however_its_log_ran_on(
         logged, live(logged), [pod], logs={pod.uid: {"main": "heartbeat\n"}}, matched_before=frozenset({"x"})
     )
     assert other.outcome is Outcome.WAITING and other.matched == ()
+
+
+REFUSED = "main: 405 MethodNotAllowed: the server does not allow this method on the requested resource"
+
+
+def test_a_read_that_failed_is_kept_beside_the_tails_and_a_read_that_worked_replaces_it() -> None:
+    assert readiness.after_read(None, {}, "") is None
+    failed = readiness.after_read(None, {}, REFUSED)
+    assert failed == {readiness.READ_FAILED: REFUSED}
+    assert readiness.tails_read(failed) is None
+    # Tails kept from an earlier read stay, beside the latest failure only.
+    earlier = {"main": "CC part1.o", readiness.READ_FAILED: "main: 500: old"}
+    again = readiness.after_read(earlier, {}, "x" * 1000)
+    assert again is not None
+    assert again["main"] == "CC part1.o"
+    assert again[readiness.READ_FAILED] == "x" * readiness.READ_FAILED_MAX
+    assert readiness.tails_read(again) == {"main": "CC part1.o"}
+    assert readiness.after_read(again, {"main": "CC part2.o"}, "") == {"main": "CC part2.o"}
+
+
+def test_a_state_waiting_on_logs_it_cannot_read_says_why() -> None:
+    pattern = logpattern.compile_pattern("driver loaded")
+    d = ds("driver", "state-driver", logs="driver loaded")
+    pod = ds_pod(d, "n1")
+    logs = {pod.uid: readiness.after_read(None, {}, REFUSED) or {}}
+    verdict = readiness.logs_verdict(pattern, [pod], logs)
+    assert verdict.outcome is Outcome.WAITING and not verdict.stuck
+    assert f"waiting for logs of pod {pod.name}" in verdict.reason
+    assert REFUSED in verdict.reason
+    assert [r.uid for r in verdict.logs_needed] == [pod.uid]  # asked for again
+    plain = readiness.logs_verdict(pattern, [pod], {})
+    assert "could not be read" not in plain.reason
+    # A node whose label stands for the pod keeps it, as when its tails were never read.
+    recorded = readiness.logs_verdict(pattern, [pod], logs, recorded=True)
+    assert recorded.outcome is Outcome.READY
+    assert [r.uid for r in recorded.logs_needed] == [pod.uid]
+    # A failure never passes for a match, whatever the pattern.
+    anything = readiness.logs_verdict(logpattern.compile_pattern(".*"), [pod], logs)
+    assert anything.outcome is Outcome.WAITING
