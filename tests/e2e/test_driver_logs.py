@@ -165,3 +165,50 @@ async def test_a_restarted_operator_keeps_the_states_after_a_matched_driver_and_
     for node, uid in drivers.items():
         notes = made.cluster.kubectl_json("get", "node", node)["metadata"]["annotations"]
         assert notes[f"sro.dev/logs.{name}"] == uid
+
+
+def _kubelet_port(made: Made, node: str, port: int | None = None) -> int:
+    """The port the API server reaches ``node``'s kubelet on (its daemon endpoint); with
+    ``port``, set it first."""
+    if port is not None:
+        patch = json.dumps({"status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}})
+        made.cluster.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", patch)
+    body = made.cluster.kubectl_json("get", "node", node)
+    return int(body["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"])
+
+
+async def test_a_driver_whose_log_cannot_be_read_waits_and_its_state_says_why(
+    made: Made, recipe_dir: Callable[..., Path], operator: Operator
+) -> None:
+    group, nodes = made.group("log", [UBUNTU])
+    # The API server reads a pod's log from its node's kubelet: with the node's daemon
+    # endpoint on a port nothing listens on, every read of it fails, as with a kubelet
+    # out of reach.
+    kubelet = _kubelet_port(made, nodes[0])
+    assert _kubelet_port(made, nodes[0], 1) == 1
+    text = "\\n".join([*build_output(4 * 1024, "build"), READY])
+    recipe = unique("deaflog")
+    recipe_dir(recipe, {"recipe.yaml": RECIPE, "state-driver/daemonset.yaml": daemonset(text)})
+    name = made.sr(srs.manifest(unique("deaflog"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
+
+    def says_why() -> dict[str, object] | None:
+        rows = srs.status(made.cluster, name).get("states") or []
+        row = next((r for r in rows if r["name"] == "state-driver"), None)
+        return row if row is not None and "could not be read" in str(row.get("message")) else None
+
+    try:
+        row = await waiting.wait_for(says_why, timeout=90, message="the state says the log cannot be read")
+    finally:
+        assert _kubelet_port(made, nodes[0], kubelet) == kubelet
+    message = str(row["message"])
+    assert f"{nodes[0]}: waiting for logs of pod " in message and "driver-" in message
+    assert row["phase"] == "Progressing" and row["nodes"]["complete"] == 0  # type: ignore[index]
+    warned = [
+        json.loads(line)
+        for line in operator.log_path.read_text().splitlines()
+        if "pod logs could not be read" in line
+    ]
+    assert any(str(w.get("pod", "")).startswith("driver-") and w.get("error") for w in warned), warned
+    # The kubelet back in reach, the next read sees the line and the state completes.
+    status = await srs.wait_ready(made.cluster, name, within=120)
+    assert status["nodes"] == {"selected": 1, "complete": 1}
