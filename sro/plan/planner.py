@@ -26,7 +26,7 @@ valid label key, raises ``sro.errors.RecipeInvalid`` (render validates these fir
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,6 +39,7 @@ from sro.plan import (
     lifecycle,
     log_polls,
     node_parts,
+    node_patches,
     pod_retries,
     preflight,
     upgrade_records,
@@ -119,6 +120,26 @@ def _bounded(
     return tuple(kept), follow[:room], per_node + len(follow) > PASS_WRITES
 
 
+def _carried(
+    changes: Sequence[node_patches.NodeChange], walked: progress.Walk
+) -> tuple[node_patches.NodeChange, ...]:
+    """The node changes this pass sends, by node name: all of them when they fit in
+    ``PASS_WRITES``; else those of the nodes furthest behind (fewest states complete), by
+    name among equals. A converging fleet is ready when its slowest node is: taken by name,
+    the first nodes, their next state done seconds later, were served pass after pass while
+    the last nodes' drivers waited minutes for their label."""
+    if len(changes) <= PASS_WRITES:
+        return tuple(changes)
+    complete = progress.Phase.COMPLETE
+
+    def behind(change: node_patches.NodeChange) -> tuple[int, str]:
+        states = walked.nodes.get(change.node)
+        done = sum(1 for s in states.values() if s.phase is complete) if states else 0
+        return done, change.node
+
+    return tuple(sorted(sorted(changes, key=behind)[:PASS_WRITES], key=lambda c: c.node))
+
+
 def _seconds(delays: list[timedelta]) -> float | None:
     return min(delays).total_seconds() if delays else None
 
@@ -145,7 +166,8 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     node_labels = upgrade_status.merge(
         images.node_changes(labelled.changes, wanted, seen, walked, verdict), rollout.node_changes
     )
-    setting = {c.node: c.labels for c in node_labels[:PASS_WRITES]}
+    carried = _carried(node_labels, walked)
+    setting = {c.node: c.labels for c in carried}
     per_node = node_parts.parts(wanted, seen, walked, setting=setting)
     memo = dataclasses.replace(labelled.memo, render=(handed, rendered), parts=per_node.memo)
     walked = dataclasses.replace(walked, memo=memo)  # the next plan reuses unchanged nodes'
@@ -228,7 +250,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         follow=follow,
         opening=frozenset(o.state for o in (*to_apply, *(f.obj for f in follow)) if o.state not in started),
         delete=delete,
-        node_labels=node_labels[:PASS_WRITES],
+        node_labels=carried,
         status=status,
         removed=tuple(d.ref for d in stale if d in delete),
         events=(

@@ -776,6 +776,36 @@ def test_a_pass_carries_at_most_its_budget_of_per_node_writes_and_the_next_comes
     assert {o.node for o in third.apply if o.node is not None} == set(many) - done
 
 
+def test_a_pass_with_more_node_changes_than_it_carries_serves_the_nodes_furthest_behind_first() -> None:
+    # The first nodes by name are a state ahead (their driver recorded, their validation
+    # done); the rest wait for their driver's label. Each node has one change pending.
+    many = tuple(f"n{i:04d}" for i in range(planner.PASS_WRITES + 40))
+    ahead, behind = many[: planner.PASS_WRITES], many[planner.PASS_WRITES :]
+    d = ds("driver", "state-driver")
+    pods = node_pods("validate", "state-validation", many)
+    want = wanted(states("state-driver", "state-validation"), [d, *pods], many)
+    driver_ready = {label("state-driver"): "ready"}
+    p = planner.plan(
+        want,
+        seen(
+            [*(node(n, driver_ready) for n in ahead), *(node(n) for n in behind)],
+            objects=[live(d), *(live(o) for o in pods if o.node in ahead)],
+            pods=[
+                *(ds_pod(d, n) for n in many),
+                *(bare_pod(o, phase="Succeeded") for o in pods if o.node in ahead),
+            ],
+        ),
+        now=T0,
+    )
+    carried = labels_of(p)
+    assert len(carried) == planner.PASS_WRITES and p.requeue_after == 0
+    assert set(behind) <= set(carried), "every node still without its first label is served"
+    assert all(carried[n] == driver_ready for n in behind)
+    assert [c.node for c in p.node_labels] == sorted(carried)
+    # The ahead nodes served are the first by name; the rest come next pass.
+    assert set(carried) - set(behind) == set(ahead[: planner.PASS_WRITES - len(behind)])
+
+
 def _finished_world(nodes: tuple[str, ...]) -> tuple[World, frozenset[desired.ObjectRef]]:
     """Every validation pod ran and was collected before a pass saw it succeed."""
     world = World(
