@@ -128,8 +128,7 @@ def after_read(
     (no container read and none failed)."""
     if not failure:
         return dict(tails) if tails else None
-    kept = {k: v for k, v in (before or {}).items() if k != READ_FAILED}
-    return {**kept, **tails, READ_FAILED: failure[:READ_FAILED_MAX]}
+    return {**(tails_read(before) or {}), **tails, READ_FAILED: failure[:READ_FAILED_MAX]}
 
 
 def tails_read(tails: Mapping[str, str] | None) -> Mapping[str, str] | None:

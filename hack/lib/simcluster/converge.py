@@ -165,6 +165,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
         "build_seconds": list(args.build_seconds),
     }
     profiles = out if args.profile_control_plane else None
+    after = states_after(RECIPE)  # each state's predecessors, read from the recipe once
     async with kube.Kube(server=state.server, run=run) as client:
         if not args.skip_floor:
             figures["floor"] = await converge_floor_phase.floor(
@@ -173,7 +174,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 sr_file,
                 sro=SRO,
                 recipe=RECIPE,
-                after=states_after(RECIPE),
+                after=after,
                 within=args.timeout,
                 profile=profiles,
                 labelled=args.labelled_floor,
@@ -196,7 +197,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             plane0 = daemons.cpu_by_name(run.pids)
             started_wall = time.time()
             states = states_of(RECIPE)
-            chain = converge_steps.Steps(after=states_after(RECIPE))
+            chain = converge_steps.Steps(after=after)
             phases: dict[str, float] = {}
             try:
                 async with converge_floor_phase.apiserver_profile(client, out=profiles, name="sro"):
@@ -246,7 +247,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 # What any correct operator writes at least: each object once, each
                 # node's labels in one patch per step of its longest chain of states
                 # (status writes not counted).
-                "write_floor": objects + args.nodes * len(converge_floor.label_batches(states_after(RECIPE))),
+                "write_floor": objects + args.nodes * len(converge_floor.label_batches(after)),
                 "curves": curves,
                 # seconds in each phase of its status: Degraded while converging is a false alarm
                 "phases": {k: round(v, 1) for k, v in sorted(phases.items())},
