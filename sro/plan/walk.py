@@ -17,6 +17,7 @@ remembers of a node between passes, ``sro.plan.walk_memo``'s.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -91,6 +92,7 @@ def walk(
     nodes: dict[str, Mapping[str, progress.NodeState]] = {}
     pairs: list[tuple[str, progress.Phase]] = []  # (state, phase) of every node, counted at the end
     complete_nodes = 0
+    stuck_first: dict[str, str] = {}  # state -> the first node by name where it is stuck
     # Frozen, so one of each serves every node: a reset, and a wait on each state.
     was_reset = progress.NodeState(phase=progress.Phase.PENDING, reason=RESET_REASON)
     waiting_for = {
@@ -120,6 +122,8 @@ def walk(
                 matched[node] = known.matched
             pairs.extend(known.phases)
             complete_nodes += known.complete
+            if known.stuck:
+                _note_stuck(stuck_first, node, known.stuck)
             nodes[node] = known.states  # read-only from here on: shared, not copied
             continue
         states: dict[str, progress.NodeState] = {}
@@ -149,6 +153,8 @@ def walk(
         )
         pairs.extend(found_here.phases)
         complete_nodes += found_here.complete
+        if found_here.stuck:
+            _note_stuck(stuck_first, node, found_here.stuck)
         nodes[node] = states
     phases: dict[str, Counter[progress.Phase]] = {state: Counter() for state in order}
     for (state, phase), count in Counter(pairs).items():
@@ -159,5 +165,12 @@ def walk(
     )  # fmt: skip
     return progress.Walk(
         order=order, nodes=nodes, logs_needed=tuple(sorted(logs)), refs=refs, phases=phases, memo=memo,
-        matched=matched, complete=complete_nodes,
+        matched=matched, complete=complete_nodes, stuck_first=stuck_first,
+        by_name=all(a < b for a, b in itertools.pairwise(wanted.nodes)),
     )  # fmt: skip
+
+
+def _note_stuck(first: dict[str, str], node: str, states: tuple[str, ...]) -> None:
+    for state in states:
+        if state not in first or node < first[state]:
+            first[state] = node

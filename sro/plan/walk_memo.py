@@ -77,6 +77,11 @@ class Remembered:
         return tuple((state, ns.phase) for state, ns in self.states.items())
 
     @cached_property
+    def stuck(self) -> tuple[str, ...]:
+        """The states stuck here (on something that needs a human): almost always none."""
+        return tuple(state for state, ns in self.states.items() if ns.stuck)
+
+    @cached_property
     def complete(self) -> bool:
         """Whether every state is complete here (the status counts such nodes every pass)."""
         return all(phase is progress.Phase.COMPLETE for _, phase in self.phases)

@@ -1,8 +1,10 @@
 """The rows of a walked SpecialResource's status: one per state, one per kernel group.
 
 A status is built every pass, and at a thousand nodes its rows are most of its cost: each
-state's row reads the phase counts the walk kept and goes over the nodes only for a failure
-or for the first node still waiting (no sort). Every text is cut to the CRD's bound on it
+state's row reads the phase counts the walk kept and goes over the nodes only for a failure;
+the first node still waiting is the walk's to find (``progress.Walk.first_waiting``: it
+noted where each state is stuck, and its nodes are in name order, so the first one
+waiting ends the search). Every text is cut to the CRD's bound on it
 (``crd_limits``), or the API server would refuse the whole status write.
 """
 
@@ -45,8 +47,8 @@ def kernel_rows(wanted: desired.DesiredState) -> list[KernelRow]:
 def state_row(state: str, walked: progress.Walk) -> StateRow:
     """``state``'s row: its phase over the selected nodes, a message naming the first node
     it waits on or how many it failed on, and the first failing nodes."""
-    # The walk counted the phases: the nodes are read again only for a failure or for the
-    # first node still waiting, one pass and no sort (this runs for every state, every pass).
+    # The walk counted the phases: the nodes are read again only for a failure (this runs
+    # for every state, every pass).
     phases = walked.phase_counts(state)
     failed = progress.Phase.FAILED
     failing = (
@@ -66,8 +68,8 @@ def state_row(state: str, walked: progress.Walk) -> StateRow:
     message = ""
     if failing:
         message = f"failed on {plural(len(failing), 'node')}"
-    elif phase is not progress.Phase.COMPLETE:
-        waiting, node, first = _first_waiting(state, walked)
+    elif phase is not progress.Phase.COMPLETE and (first_waiting := walked.first_waiting(state)) is not None:
+        waiting, node, first = first_waiting
         more = f" (and {plural(waiting - 1, 'more node')})" if waiting > 1 else ""
         message = f"{node}: {first.reason}{more}"
     return {
@@ -79,18 +81,3 @@ def state_row(state: str, walked: progress.Walk) -> StateRow:
             {"node": n, "reason": clip(ns.reason, REASON_MAX)} for n, ns in failing[:FAILING_NODES_MAX]
         ],
     }
-
-
-def _name(row: tuple[str, progress.NodeState]) -> str:
-    return row[0]
-
-
-def _first_waiting(state: str, walked: progress.Walk) -> tuple[int, str, progress.NodeState]:
-    """How many nodes ``state`` is not complete on, and the first of them by name (the
-    first stuck one if any is stuck; there is at least one)."""
-    complete = progress.Phase.COMPLETE
-    waiting = [
-        (n, states[state]) for n, states in walked.nodes.items() if states[state].phase is not complete
-    ]
-    node, ns = min((w for w in waiting if w[1].stuck), default=None, key=_name) or min(waiting, key=_name)
-    return len(waiting), node, ns

@@ -257,3 +257,25 @@ def test_the_gpu_recipe_shape_walks_to_ready_on_two_kernel_groups() -> None:
     assert order.index("driver-k1") < order.index("driver-validation-a") < order.index("plugin")
     assert order.index("plugin-validation-a") < order.index("exporter") < order.index("grafana")
     assert steps <= 2 * len(recipe) + 2  # each state takes a pass or two, nothing loops
+
+
+def test_the_walk_notes_where_each_state_is_stuck_first_and_the_status_names_that_node() -> None:
+    d = ds("d", "s")
+    names = ["n1", "n2", "n3", "n4"]
+    ready = {n: ds_pod(d, n, ready=False) for n in names}
+    stuck = {
+        n: ds_pod(d, n, ready=False, containers=(container(waiting_reason="ImagePullBackOff"),))
+        for n in ("n2", "n4")
+    }
+    want = wanted(states("s"), [d], names)
+    result = walk.walk(want, seen([node(n) for n in names], objects=[live(d)], pods=[*ready.values()]))
+    assert result.by_name and result.stuck_first == {}
+    assert result.first_waiting("s") == (4, "n1", result.nodes["n1"]["s"])
+    pods = [stuck.get(n, pod) for n, pod in ready.items()]
+    result = walk.walk(want, seen([node(n) for n in names], objects=[live(d)], pods=pods))
+    assert result.stuck_first == {"s": "n2"}
+    found = result.first_waiting("s")
+    assert found is not None and found[:2] == (4, "n2") and found[2].stuck
+    # The same answer as reading every node, which a walk built by hand does.
+    by_hand = progress.Walk(order=result.order, nodes=result.nodes)
+    assert by_hand.first_waiting("s") == found

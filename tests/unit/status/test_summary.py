@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sro.model import crd_limits, desired, progress
 from sro.status import conditions, rows, summary
@@ -304,3 +306,32 @@ def test_state_rows_follow_recipe_order_even_when_an_after_points_forward() -> N
     )
     assert [r["name"] for r in body["states"]] == ["b", "a"]
     assert body["state"] == "Progressing: a 0/1 nodes"
+
+
+@given(
+    st.dictionaries(
+        st.text("abcn0123456789", min_size=1, max_size=4),
+        st.tuples(st.sampled_from(list(Phase)), st.booleans(), st.sampled_from(list(Phase)), st.booleans()),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_a_walk_that_noted_its_stuck_nodes_names_the_same_first_waiting_node_as_reading_every_node(
+    drawn: dict[str, tuple[progress.Phase, bool, progress.Phase, bool]],
+) -> None:
+    nodes = {
+        name: {
+            STATES[0]: ns(p0, f"r0 {name}", stuck=s0 and p0 is Phase.PROGRESSING),
+            STATES[1]: ns(p1, f"r1 {name}", stuck=s1 and p1 is Phase.PROGRESSING),
+        }
+        for name, (p0, s0, p1, s1) in sorted(drawn.items())
+    }
+    stuck_first: dict[str, str] = {}
+    for name in reversed(nodes):  # any order: the first by name is kept
+        for state, node_state in nodes[name].items():
+            if node_state.stuck and (state not in stuck_first or name < stuck_first[state]):
+                stuck_first[state] = name
+    by_hand = progress.Walk(order=STATES, nodes=nodes)
+    noted = progress.Walk(order=STATES, nodes=nodes, stuck_first=stuck_first, by_name=True)
+    for state in STATES:
+        assert noted.first_waiting(state) == by_hand.first_waiting(state)
