@@ -1,4 +1,4 @@
-"""Carrying out one plan: object writes, deletions, node changes and log reads, overlapped.
+"""Carrying out one plan: object writes, deletions and node changes, overlapped; log reads started.
 
 A pass at a thousand nodes holds hundreds of independent requests, and while it runs,
 the nodes that just finished a state wait for the next pass to see them. So the parts
@@ -10,7 +10,8 @@ phase after another:
 * deletions (stale objects, closed and failed pods: nothing applied in the same pass
   needs them gone first; a pod to re-create is created by a later pass, once its
   deletion shows in the cache);
-* log reads (reads only);
+* log reads (reads only), which the pass starts and does not wait for
+  (``engine.pod_logs.Reads``: a kubelet out of reach must not hold every node's next pass);
 * drains of nodes a driver upgrade empties (``engine.drains``: evictions of other
   workloads' pods, which nothing else in the pass touches), and the look at the jobs
   still running on nodes the upgrade waits for (``engine.upgrade_jobs``: reads only).
@@ -35,12 +36,11 @@ from sro.plan import observed as observed_
 
 @dataclass(frozen=True, kw_only=True)
 class Executed:
-    """What carrying out a plan reported: every failure, whether a log tail matched, and
-    what each drained node still holds (``Observed.drains`` of the next pass) and the jobs
-    still running on each node the upgrade waits for (``Observed.jobs``)."""
+    """What carrying out a plan reported: every failure, what each drained node still
+    holds (``Observed.drains`` of the next pass) and the jobs still running on each node
+    the upgrade waits for (``Observed.jobs``)."""
 
     failures: tuple[outcomes.Failure, ...]
-    logs_matched: bool
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     node_answers: Mapping[str, observed_.NodeAnswer] = field(default_factory=dict)  # Written.answers
@@ -57,11 +57,13 @@ async def execute(
     foreign: Mapping[desired.ObjectRef, projections.ObjectView],
     sent: MutableMapping[desired.ObjectRef, tuple[str, int]],
     logs: dict[str, Mapping[str, str]],
+    reads: pod_logs.Reads,
     lagging: frozenset[tuple[str, str]],
     limit: int,
 ) -> Executed:
     """Carry out ``planned`` (see the module docstring); ``sent`` and ``logs`` are the
-    engine's memory of applied bodies and fetched tails, updated in place."""
+    engine's memory of applied bodies and fetched tails, updated in place (``logs`` by
+    ``reads`` once this returns too)."""
 
     async def apply(objects: tuple[desired.DesiredObject, ...]) -> writes.WriteReport:
         return await writes.apply_objects(
@@ -91,18 +93,18 @@ async def execute(
         followed = await apply(tuple(o for o in ready if o.state not in applied.blocked_states))
         return writes.merged(applied, followed), written
 
+    reads.start(writer, planned.logs_needed, logs, limit=limit)  # first: a read waits on a kubelet
     try:
         async with asyncio.TaskGroup() as group:  # one part failing for good (NotLeader) stops all
             first = group.create_task(objects_then_nodes())
             deleting = group.create_task(
                 writes.delete_objects(writer, planned.delete, sr_name=sr.name, limit=limit)
             )
-            reading = group.create_task(pod_logs.fetch(writer, planned.logs_needed, logs, limit=limit))
             draining = group.create_task(drains.drain(writer, planned.drains, limit=limit))
             jobs = group.create_task(upgrade_jobs.check(writer, planned.job_checks, limit=limit))
     except ExceptionGroup as failed:
         raise failed.exceptions[0] from None
-    (applied, written), deleted, logs_matched = first.result(), deleting.result(), reading.result()
+    (applied, written), deleted = first.result(), deleting.result()
     node_failures = written.failures
     failures = (
         *applied.failures,
@@ -111,7 +113,6 @@ async def execute(
     )
     return Executed(
         failures=failures,
-        logs_matched=logs_matched,
         drained=draining.result(),
         jobs=jobs.result(),
         node_answers=written.answers,

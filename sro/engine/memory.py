@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sro.cache import store as store_
-from sro.engine import compute, execute, ports
+from sro.engine import compute, execute, pod_logs, ports
 from sro.model import desired
 from sro.model import specialresource as sr_model
 from sro.plan import actions, finish, inputs, node_loss, pods_seen, walk_memo
@@ -26,12 +26,17 @@ DELETED_KEPT = 16_384
 event comes within seconds, so the last this many are plenty."""
 
 
+def _no_pass() -> None:
+    return None
+
+
 @dataclass(kw_only=True)
 class Memory:
     """One SpecialResource's memory (the module docstring says what each part is for)."""
 
     retries: Mapping[desired.ObjectRef, observed_.Retry] = field(default_factory=dict)
     logs: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    reads: pod_logs.Reads = field(default_factory=lambda: pod_logs.Reads(wake=_no_pass))  # filling ``logs``
     log_reads: dict[str, datetime] = field(default_factory=dict)  # when each pod's tails were last asked for
     transient: finish.Transient | None = None
     summary: tuple[object, ...] = ()  # what peers saw of it last time (Engine._note_summary)
@@ -51,6 +56,10 @@ class Memory:
     deleted: dict[str, None] = field(default_factory=dict)  # uids of pods sro deleted, oldest first
     proven: frozenset[desired.ObjectRef] = frozenset()  # proofs of pods gone the last plan handed on
     pruned_for: desired.DesiredState | None = None  # the render ``sent`` was last pruned to
+
+    def close(self) -> None:
+        """The SpecialResource is gone or no longer reconciled: stop its reads in flight."""
+        self.reads.close()
 
     def pods_seen(
         self, reader: ports.Reader, sr: sr_model.SpecialResource, *, owners: frozenset[str]
@@ -98,7 +107,8 @@ class Memory:
     def observed(self, seen: observed_.Observed) -> None:
         """After observing: keep the log tails, and when they were read, of pods that still exist."""
         live_uids = {p.uid for p in seen.pods}
-        self.logs = {uid: tails for uid, tails in self.logs.items() if uid in live_uids}
+        for uid in [uid for uid in self.logs if uid not in live_uids]:
+            del self.logs[uid]  # in place: reads in flight fill this very dict
         self.log_reads = {uid: at for uid, at in self.log_reads.items() if uid in live_uids}
 
     def planned(

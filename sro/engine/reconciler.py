@@ -27,6 +27,7 @@ from sro import errors
 from sro.engine import (
     compute,
     execute,
+    pod_logs,
     ports,
     preflight,
     recipes,
@@ -117,7 +118,9 @@ class Engine:
         self.computing.pop(key, None)
         body = self._reader.special_resource(key)
         if body is None:
-            self._memory.pop(key, None)
+            gone = self._memory.pop(key, None)
+            if gone is not None:
+                gone.close()
             self._report.forget(key)
             self.state_nodes.pop(key, None)
             self._wake_peers(key, reason="deleted")
@@ -138,7 +141,12 @@ class Engine:
             )
             return await self._report.conclude(key, body, previous=previous, status=refused.status)
         log.debug("reconciling", sr=sr.name, generation=sr.generation)
-        memory = self._memory.setdefault(sr.name, memory_.Memory())
+        memory = self._memory.get(sr.name)
+        if memory is None:
+            name = sr.name
+            memory = self._memory[name] = memory_.Memory(
+                reads=pod_logs.Reads(wake=lambda: self._enqueue(name))
+            )
         if sr.deleting or sr.spec.management_state is sr_model.ManagementState.REMOVED:
             self.state_nodes.pop(sr.name, None)
         if sr.deleting:
@@ -281,6 +289,7 @@ class Engine:
             foreign={v.ref: v for v in foreign},
             sent=memory.sent,
             logs=memory.logs,
+            reads=memory.reads,
             lagging=seen.lagging,
             limit=self._settings.write_concurrency,
         )
@@ -290,9 +299,7 @@ class Engine:
         # finish
         done = finish.finish(
             planned,
-            finish.Outcomes(
-                failures=tuple(failures), logs_matched=executed.logs_matched, absent=executed.absent
-            ),
+            finish.Outcomes(failures=tuple(failures), absent=executed.absent),
             previous=previous,
             peers=peers,
             transient=memory.transient,

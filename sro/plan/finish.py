@@ -38,7 +38,6 @@ RECIPE_RECHECK = planner.RECIPE_RECHECK
 _FAILURES_SHOWN = 3
 _NODES_SHOWN = 5
 _RETRY_CAP = 30.0
-_LOG_MATCHED = 0.0  # a fetched log tail matched: a state may be complete, look again now
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +78,6 @@ class Outcomes:
     """What executing a plan reported: every write not taken, and whether log tails changed."""
 
     failures: tuple[outcomes.Failure, ...] = ()
-    logs_matched: bool = False
     absent: frozenset[desired.ObjectRef] = frozenset()  # deletions answered "already gone"
 
 
@@ -158,7 +156,6 @@ def finish(
         for d in (
             planned.requeue_after,
             min(2.0 ** min(run.attempts, 8), _RETRY_CAP) if run is not None else None,
-            _LOG_MATCHED if done.logs_matched else None,
             RECIPE_RECHECK if permanent else None,
         )
         if d is not None

@@ -10,6 +10,8 @@ process has read no tail yet, and its first pass still resets nothing and writes
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -212,3 +214,67 @@ async def test_a_driver_whose_log_cannot_be_read_waits_and_its_state_says_why(
     # The kubelet back in reach, the next read sees the line and the state completes.
     status = await srs.wait_ready(made.cluster, name, within=120)
     assert status["nodes"] == {"selected": 1, "complete": 1}
+
+
+class Silent:
+    """A port that takes connections and never answers: a kubelet that hangs (stuck, or on
+    a node going away), which the API server waits out on every read it proxies there."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.port = int(self.server.getsockname()[1])
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._take, name="silent-kubelet", daemon=True)
+        self._thread.start()
+
+    def _take(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:  # closed
+                return
+            self.held.append(conn)  # kept open, never read nor written
+
+    def close(self) -> None:
+        self.server.close()
+        for conn in self.held:
+            conn.close()
+
+
+async def test_a_driver_whose_kubelet_hangs_holds_up_no_other_nodes_states(
+    made: Made, recipe_dir: Callable[..., Path]
+) -> None:
+    group, nodes = made.group("log", [{**UBUNTU, "count": 2}])
+    hung, other = sorted(nodes)
+    text = "\\n".join([*build_output(4 * 1024, "build"), READY])
+    recipe = unique("hunglog")
+    chain = RECIPE + "  - name: state-plugin\n"
+    plugin = daemonset("plugin ready", name="plugin", wait_for="")
+    files = {"recipe.yaml": chain, "state-driver/daemonset.yaml": daemonset(text)}
+    recipe_dir(recipe, {**files, "state-plugin/daemonset.yaml": plugin})
+    silent = Silent()
+    kubelet = _kubelet_port(made, hung)
+    try:
+        assert _kubelet_port(made, hung, silent.port) == silent.port
+        started = time.monotonic()
+        name = made.sr(srs.manifest(unique("hunglog"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
+
+        def other_complete() -> bool:
+            labels = made.cluster.kubectl_json("get", "node", other)["metadata"]["labels"]
+            return labels.get(f"{name}.sro.dev/complete") == "true"
+
+        # The other node's driver matches on its first read, then its plugin starts and
+        # completes: passes that would each wait for the hung read (the API server gives
+        # up on a TLS handshake after 10 s, and the operator tries a read 5 times) go on.
+        await waiting.wait_for(other_complete, timeout=120, message="the other node complete")
+        took = time.monotonic() - started
+        assert silent.held, "the hung node's log was asked for"
+        assert took < 30, f"the other node took {took:.1f}s while a read hung"
+        row = next(r for r in srs.status(made.cluster, name)["states"] if r["name"] == "state-driver")
+        assert row["nodes"] == {"complete": 1, "total": 2}, row
+    finally:
+        assert _kubelet_port(made, hung, kubelet) == kubelet
+        silent.close()
+    # Its kubelet back, the hung node's next read matches and it completes too.
+    status = await srs.wait_ready(made.cluster, name, within=180)
+    assert status["nodes"] == {"selected": 2, "complete": 2}

@@ -185,21 +185,6 @@ def test_a_missing_dependency_names_the_waiting_nodes_on_the_first_unfinished_ro
     assert row["message"].startswith("n1: waiting for SpecialResource base, which is missing")
 
 
-def test_a_log_tail_that_matched_this_pass_brings_the_next_look_to_now() -> None:
-    world = settled()
-    planned = planner.plan(world.desired, world.observe(), now=T0)
-    done = finish.finish(
-        planned,
-        finish.Outcomes(logs_matched=True),
-        previous=world.status,
-        peers=finish.Peers(),
-        transient=None,
-        generation=1,
-        now=T0,
-    )
-    assert done.requeue_after == 0.0
-
-
 def test_a_state_blocks_every_state_after_it_and_their_ready_labels_are_held_back() -> None:
     chain = states("a", "b", ("c", ["a"]), ("d", ["c"]))
     assert lifecycle.downstream(chain) == {
