@@ -168,6 +168,12 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     )
     carried = _carried(node_labels, walked)
     setting = {c.node: c.labels for c in carried}
+    # Nodes whose `complete` label waits for a later pass: not counted complete yet, so a
+    # Ready status never comes before the labels a workload may be scheduled by.
+    done = lifecycle.complete_label(wanted.sr_name)
+    unlabelled = frozenset(
+        c.node for c in node_labels if c.labels.get(done) is not None and c.node not in setting
+    )
     per_node = node_parts.parts(wanted, seen, walked, setting=setting)
     memo = dataclasses.replace(labelled.memo, render=(handed, rendered), parts=per_node.memo)
     walked = dataclasses.replace(walked, memo=memo)  # the next plan reuses unchanged nodes'
@@ -210,6 +216,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         status = summary.status_from_walk(
             wanted,
             walked,
+            unlabelled=unlabelled,
             previous=previous,
             generation=seen.generation,
             recipe_source=seen.recipe_source,

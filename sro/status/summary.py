@@ -94,15 +94,19 @@ def status_from_walk(
     wanted: desired.DesiredState,
     walked: progress.Walk,
     *,
+    unlabelled: frozenset[str] = frozenset(),
     previous: Mapping[str, Any],
     generation: int,
     recipe_source: str,
     now: datetime,
 ) -> StatusBody:
-    """The status of a SpecialResource whose nodes were walked (at least one node)."""
+    """The status of a SpecialResource whose nodes were walked (at least one node).
+    ``unlabelled``: nodes whose ``complete`` label a later pass writes (more node changes
+    than a pass carries): not counted complete before they show it."""
     state_rows = [rows.state_row(s.name, walked) for s in wanted.states]  # recipe order, as the CRD says
     selected = len(walked.nodes)
-    complete = walked.complete_nodes()
+    waiting = sum(1 for n in unlabelled if n in walked.nodes and walked.all_complete(n))
+    complete = walked.complete_nodes() - waiting
     counts = [walked.phase_counts(s) for s in walked.order]  # the nodes are read for a failure only
     failed = (
         sorted(
@@ -129,11 +133,15 @@ def status_from_walk(
         degraded = (False, conditions.AS_EXPECTED, "")
     else:
         by_name = {r["name"]: r for r in state_rows}
-        first = next(s for s in walked.order if by_name[s]["phase"] != str(progress.Phase.COMPLETE))
-        row = by_name[first]  # the earliest unfinished state in walking order
-        phase, line = "Progressing", f"{row['name']} {row['nodes']['complete']}/{selected} nodes"
+        first = next((s for s in walked.order if by_name[s]["phase"] != str(progress.Phase.COMPLETE)), None)
+        if first is None:  # every state done everywhere: only labels are left to write
+            phase, line = "Progressing", f"labelling {rows.plural(waiting, 'node')} complete"
+        else:
+            row = by_name[first]  # the earliest unfinished state in walking order
+            phase, line = "Progressing", f"{row['name']} {row['nodes']['complete']}/{selected} nodes"
         ready = (False, conditions.STATE_PROGRESSING, f"{complete}/{selected} nodes complete; {line}")
         degraded = (False, conditions.AS_EXPECTED, "")
+        progressing = progressing or first is None
     if progressing:
         moving = (True, conditions.STATE_PROGRESSING, f"{complete}/{selected} nodes complete")
     else:

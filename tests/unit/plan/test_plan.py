@@ -865,3 +865,24 @@ def test_a_driver_being_replaced_waits_for_its_own_tail_even_under_the_old_label
     replacing = walk.walk(want, observed_, upgrading=frozenset({"n1"}))
     assert replacing.nodes["n1"]["state-driver"].phase.value == "Progressing"
     assert "waiting for logs" in replacing.nodes["n1"]["state-driver"].reason
+
+
+def test_a_fleet_whose_complete_labels_do_not_fit_in_one_pass_is_not_ready_before_they_are_written() -> None:
+    # Every node's one state is done at once (its pod Ready), and the label patches are
+    # more than one pass carries: Ready must wait for the last of them.
+    many = tuple(f"n{i:04d}" for i in range(planner.PASS_WRITES + 40))
+    world = World(
+        desired=wanted(states("state-driver"), [ds("driver", "state-driver")], many),
+        nodes={n: node(n) for n in many},
+    )
+    world.step()  # the DaemonSet: its pods come Ready on every node
+    labelled = world.step()
+    assert len(labels_of(labelled)) == planner.PASS_WRITES
+    status = world.status
+    assert status["phase"] == "Progressing" and status["state"] == "Progressing: labelling 40 nodes complete"
+    assert status["nodes"] == {"selected": len(many), "complete": planner.PASS_WRITES}
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "False"
+    last = world.step()
+    assert len(labels_of(last)) == 40
+    assert world.status["phase"] == "Ready" and world.status["nodes"]["complete"] == len(many)
+    assert all(world.nodes[n].labels[label("complete")] == "true" for n in many)
