@@ -49,10 +49,6 @@ class Reads:
         self._reading: set[str] = set()  # uids of the pods read now
         self._tasks: set[asyncio.Task[None]] = set()
 
-    @property
-    def reading(self) -> frozenset[str]:
-        return frozenset(self._reading)
-
     def start(
         self,
         writer: ports.Writer,
@@ -60,16 +56,15 @@ class Reads:
         store: dict[str, Mapping[str, str]],
         *,
         limit: int = waves.DEFAULT_LIMIT,
-    ) -> int:
-        """Start reading the requested pods not read already; how many were started."""
+    ) -> None:
+        """Start reading the requested pods not read already."""
         fresh = tuple(r for r in requests if r.uid not in self._reading)
         if not fresh:
-            return 0
+            return
         self._reading.update(r.uid for r in fresh)
         task = asyncio.create_task(self._run(writer, fresh, store, limit=limit))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return len(fresh)
 
     def close(self) -> None:
         """Stop every read in flight (the SpecialResource is gone or no longer reconciled)."""
@@ -97,17 +92,13 @@ class Reads:
             self._reading.difference_update(r.uid for r in requests)
 
 
-def _ignore(_request: progress.LogRequest, _news: bool) -> None:
-    return None
-
-
 async def fetch(
     writer: ports.Writer,
     requests: Iterable[progress.LogRequest],
     store: dict[str, Mapping[str, str]],
     *,
-    limit: int = waves.DEFAULT_LIMIT,
-    read: Callable[[progress.LogRequest, bool], None] = _ignore,
+    limit: int,
+    read: Callable[[progress.LogRequest, bool], None],
 ) -> None:
     """Fetch each requested pod's container tails into ``store``, ``limit`` at a time, and
     call ``read(request, news)`` as each pod's are in: ``news`` when its tails now all hold
