@@ -186,6 +186,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             )
             objects = len(rendered)
         operator = converge_sro.Operator(sro=SRO, kubeconfig=run.kubeconfig, log=out / "operator.log")
+        if args.profile_memory:
+            operator.memory = out / "operator.memray"
         operator.start()
         try:
             await operator.wait_ready()
@@ -299,6 +301,9 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
         finally:
             code = operator.stop()
             print(f"sro run stopped (exit {code}); log: {operator.log}", flush=True)
+            if args.profile_memory:
+                print(f"\nwhat sro run held at its peak ({operator.memory}):", flush=True)
+                print(operator.memory_top(), flush=True)
     return figures
 
 
@@ -326,6 +331,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", type=Path, default=REPO / ".run" / "bench-converge")
     p.add_argument("--profile", action="store_true", help="sample the operator with py-spy while converging")
+    p.add_argument(
+        "--profile-memory",
+        action="store_true",
+        help="run the operator under memray (aggregated: what is live at its peak) and print the "
+        "allocation sites that held the most at its peak (operator.memray; it slows the operator)",
+    )
     p.add_argument(
         "--profile-control-plane",
         action="store_true",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simcluster import audit, converge_steps, daemons, kube, nodes
+from simcluster import audit, converge_steps, daemons, kube, memory_top, nodes
 
 JSON = dict[str, Any]
 SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
@@ -48,11 +48,29 @@ class Operator:
     proc: subprocess.Popen[bytes] | None = None
     port: int = 0
     spy: subprocess.Popen[bytes] | None = None
+    memory: Path | None = None  # --profile-memory: memray's capture of the first process
 
     def start(self) -> None:
         self.port = _free_port()
+        # Under memray (``memory``), aggregated: only what is live at the high-water mark is
+        # kept, so the capture stays small however many allocations a convergence makes. A
+        # restart runs plain: it would overwrite the capture of the convergence.
+        traced = self.memory is not None and self.proc is None
+        prefix = (
+            [
+                str(self.sro.parent / "memray"),
+                "run",
+                "--aggregate",
+                "--trace-python-allocators",
+                "--force",
+                "-o",
+                str(self.memory),
+            ]
+            if traced
+            else []
+        )
         args = [
-            str(self.sro), "run", "--leader-elect", "false", "--log-format", "json",
+            *prefix, str(self.sro), "run", "--leader-elect", "false", "--log-format", "json",
             "--health-probe-bind-address", f"127.0.0.1:{self.port}",
             "--metrics-bind-address", f"127.0.0.1:{self.port}",
         ]  # fmt: skip
@@ -161,6 +179,12 @@ class Operator:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
         return 0.0
+
+    def memory_top(self, *, count: int = 30) -> str:
+        """What the operator held at its peak, by the code that made it (``memory_top``)."""
+        if self.memory is None or not self.memory.exists():
+            return "(no memray capture)"
+        return memory_top.top(self.memory, count=count)
 
     def profile(self, out: Path) -> None:
         """Start sampling the operator (py-spy's raw folded stacks into ``out``, 100 Hz).
