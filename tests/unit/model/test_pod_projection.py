@@ -80,3 +80,34 @@ def test_judged_sees_every_other_field(field: dataclasses.Field[Any]) -> None:
     else:
         other = {**value, "changed": "yes"}
     assert dataclasses.replace(base, **{field.name: other}).judged() != base.judged()
+
+
+def labelled(labels: Any, *, name: str = "driver-n1", exit_code: Any = None) -> dict[str, Any]:
+    body = pod(ready="True", containers_ready="True")
+    body["metadata"] = {**body["metadata"], "name": name, "labels": labels}
+    if exit_code is not None:
+        body["status"]["containerStatuses"][0]["state"] = {"terminated": {"exitCode": exit_code}}
+    return body
+
+
+def test_pods_with_the_same_labels_and_container_states_hold_one_copy_of_them() -> None:
+    labels = {"app": "driver", "pod-template-generation": "1", "sro.dev/owner": "gpu"}
+    one = views.PodView.from_body(labelled(dict(labels), name="driver-a"))
+    two = views.PodView.from_body(labelled(dict(labels), name="driver-b"))
+    other = views.PodView.from_body(labelled({**labels, "pod-template-generation": "2"}, name="driver-c"))
+    assert one.labels is two.labels and one.containers is two.containers
+    assert dict(one.labels) == labels and one.name != two.name
+    assert other.labels is not one.labels and other.template_generation == "2"
+
+
+def test_labels_or_exit_codes_that_cannot_be_shared_still_make_a_view() -> None:
+    odd = views.PodView.from_body(labelled({"app": ["not", "a", "string"]}, exit_code={"code": 1}))
+    assert odd.labels == {"app": "['not', 'a', 'string']"}
+    assert odd.containers[0].exit_code == {"code": 1}
+
+
+def test_a_flood_of_distinct_label_sets_is_kept_to_a_bounded_number() -> None:
+    for i in range(views.KEPT + 10):
+        view = views.PodView.from_body(labelled({"app": f"flood-{i}"}, name=f"p{i}"))
+        assert view.labels == {"app": f"flood-{i}"}
+    assert len(views._POD_LABELS) <= views.KEPT
