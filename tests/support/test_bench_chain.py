@@ -38,6 +38,14 @@ def test_the_nvidia_gpu_recipe_needs_eight_node_writes_on_each_node() -> None:
     assert sum(len(b) for b in batches) == len(converge.states_of(converge.RECIPE)) + 1
 
 
+def test_a_special_resource_with_taints_needs_one_node_write_more_than_its_label_batches() -> None:
+    after = converge.states_after(converge.RECIPE)
+    tainted = {"spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}}
+    assert converge_floor.node_writes(after, sr=tainted) == 9
+    assert converge_floor.node_writes(after, sr={"spec": {"taints": []}}) == 8
+    assert converge_floor.node_writes(after, sr={}) == 8
+
+
 def test_states_without_pods_add_nothing() -> None:
     assert converge_floor.chain_seconds({"b": 2.0}, {"a": (), "b": ("a",), "c": ("b",)}) == pytest.approx(2.0)
     assert converge_floor.chain_seconds({}, {}) == 0.0

@@ -247,9 +247,10 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 "audit_writes": len(writes),
                 "audit_writes_by": audit.tally(writes),
                 # What any correct operator writes at least: each object once, each
-                # node's labels in one patch per step of its longest chain of states
-                # (status writes not counted).
-                "write_floor": objects + args.nodes * len(converge_floor.label_batches(after)),
+                # node's labels in one patch per step of its longest chain of states, and
+                # the SpecialResource's taints on each node as it is selected, before any
+                # state has run there (status writes not counted).
+                "write_floor": objects + args.nodes * converge_floor.node_writes(after, sr=sr_body),
                 "curves": curves,
                 # seconds in each phase of its status: Degraded while converging is a false alarm
                 "phases": {k: round(v, 1) for k, v in sorted(phases.items())},

@@ -215,6 +215,14 @@ def label_batches(after: Mapping[str, Sequence[str]]) -> list[list[str]]:
     return batches
 
 
+def node_writes(after: Mapping[str, Sequence[str]], *, sr: Mapping[str, Any]) -> int:
+    """The fewest writes the contract asks of any operator on each selected node: its label
+    batches (``label_batches``), and one more when the SpecialResource has taints. Those go
+    on a node as it is selected, to keep other workloads off it while its states run; the
+    first label can go out only once the first state is done there, so no patch serves both."""
+    return len(label_batches(after)) + (1 if (sr.get("spec") or {}).get("taints") else 0)
+
+
 async def label_all(
     client: kube.Kube,
     nodes: Sequence[str],

@@ -148,7 +148,7 @@ def table(figures: Mapping[str, Any]) -> str:
         ("creating applies of a pod repeated", str(f["sro"].get("pod_applies_repeated", "(not counted)"))),
         ("pods sro deleted", str(f["sro"].get("pods_deleted_by_sro", "(not counted)"))),
         ("pods the pod garbage collector deleted", str(f["sro"].get("pods_collected", "(not counted)"))),
-        ("floor of writes (objects + nodes x label patches)", f"{f['sro']['write_floor']}"),
+        ("floor of writes (objects + nodes x (label patches + taints))", f"{f['sro']['write_floor']}"),
     ]
     rows += machine_rows(f)
     steps = f["sro"].get("steps") or {}
