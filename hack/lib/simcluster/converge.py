@@ -274,10 +274,13 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             else:
                 print(f"sro: Ready in {seconds:.1f}s", flush=True)
             if args.idle > 0 or args.blink > 0:
+                if args.profile:  # what the idle CPU goes to, apart from the convergence's
+                    operator.profile(out / "operator-idle.spy")
                 figures["idle"] = await converge_idle.window(
                     operator, run=run, client=client, seconds=args.idle, blink_seconds=args.blink,
                     within=args.timeout,
                 )  # fmt: skip
+                operator.profiled()
             if args.restart:
                 figures["restart"] = await converge_sro.restart(
                     operator, audit_log=run.audit_log, within=args.timeout

@@ -331,6 +331,9 @@ def written(figures: Mapping[str, Any], out: Path, *, profile: bool) -> str:
     if profile:
         text += f"\n\nprofile of sro run while converging ({out / 'operator.spy'}):\n"
         text += profile_top(out / "operator.spy", count=25)
+        if (out / "operator-idle.spy").exists():
+            text += f"\n\nprofile of sro run in the idle window ({out / 'operator-idle.spy'}):\n"
+            text += profile_top(out / "operator-idle.spy", count=25)
     return text
 
 
