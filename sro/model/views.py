@@ -13,12 +13,13 @@ view from about 1.8 KB to 0.7 KB; unique strings (names, uids) are kept as they 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 import sys
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from sro.model import bodies
 
@@ -52,25 +53,9 @@ def _shared(value: Any) -> str:
 
 
 KEPT = 4096
-"""Distinct values ``_one`` remembers per kind before it starts over: a DaemonSet's pods
-repeat a few dozen label sets and container states, and a flood of distinct ones (a
-tenant's, a hostile pod's) costs at most this many entries."""
-
-_K = TypeVar("_K", bound=Hashable)
-_V = TypeVar("_V")
-
-
-def _one(kept: dict[_K, _V], key: _K, make: Callable[[], _V]) -> _V:
-    """The value ``kept`` holds for ``key``, made and kept the first time: equal values
-    that thousands of views carry are held once."""
-    try:
-        return kept[key]
-    except KeyError:
-        pass
-    if len(kept) >= KEPT:
-        kept.clear()
-    value = kept[key] = make()
-    return value
+"""Distinct pod label sets and container states held once each (the most recently used):
+a DaemonSet's pods repeat a few dozen of them, and a flood of distinct ones (a tenant's,
+a hostile pod's) costs at most this many entries."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -208,15 +193,21 @@ class ContainerState:
     message: str = ""
 
 
-_POD_LABELS: dict[tuple[tuple[Any, Any], ...], Mapping[str, str]] = {}
-_CONTAINERS: dict[tuple[ContainerState, ...], tuple[ContainerState, ...]] = {}
+@functools.lru_cache(maxsize=KEPT)
+def _one_labels(items: tuple[tuple[Any, Any], ...]) -> Mapping[str, str]:
+    return _frozen(dict(items))
+
+
+@functools.lru_cache(maxsize=KEPT)
+def _one_containers(states: tuple[ContainerState, ...]) -> tuple[ContainerState, ...]:
+    return states  # the first of equal tuples, handed to every pod after it
 
 
 def _containers(states: list[ContainerState]) -> tuple[ContainerState, ...]:
     """A pod's container states, the tuple shared by every pod whose states are equal."""
     made = tuple(states)
     try:
-        return _one(_CONTAINERS, made, lambda: made)
+        return _one_containers(made)
     except TypeError:  # an exit code that is not a number: kept apart
         return made
 
@@ -226,9 +217,8 @@ def _pod_labels(raw: Any) -> Mapping[str, str]:
     DaemonSet and template generation: at 5,000 nodes, 37,500 pods carry a few dozen sets)."""
     if not raw or not isinstance(raw, Mapping):
         return _frozen(raw)
-    items = tuple(raw.items())
     try:
-        return _one(_POD_LABELS, items, lambda: _frozen(raw))
+        return _one_labels(tuple(raw.items()))
     except TypeError:  # an unhashable value: not a label any API server accepts, kept apart
         return _frozen(raw)
 
