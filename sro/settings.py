@@ -53,6 +53,12 @@ class WatchSettings:
     """A stream healthy for this long forgets earlier failures (client-go: 2 minutes)."""
     min_watch_duration: float = 1.0
     """A watch ending sooner than this with no event is an error, not a normal close."""
+    calm_rest: float = 0.25
+    """The Node watch, once calm (``sro.watch.calm``), rests this long between reads and
+    takes what came meanwhile in one: the first node change after a calm waits at most
+    this long (0: never rest)."""
+    calm_after: float = 10.0
+    """The Node watch is calm once none of its events has queued work for this long."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -333,12 +333,19 @@ class Api:
 
     @asynccontextmanager
     async def stream(
-        self, path: str, *, params: Mapping[str, str], open_timeout: float, resource: str = ""
+        self,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        open_timeout: float,
+        resource: str = "",
+        rest: Callable[[int], float] | None = None,
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         """Open a streaming GET (a watch) and yield its lines; the stream closes on exit.
 
         ``open_timeout`` bounds the wait for the answer's headers; from there the caller
-        must bound each wait for a line (no read timeout is left on the socket)."""
+        must bound each wait for a line (no read timeout is left on the socket). ``rest``:
+        the rests between reads (``watchlines.lines``)."""
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.settings.connect_timeout, sock_read=None
         )
@@ -364,7 +371,7 @@ class Api:
             skipped = functools.partial(
                 self.metrics.watch_line_skipped, resource=resource or counting.resource_of(path)
             )
-            yield watchlines.lines(resp, path, skipped=skipped)
+            yield watchlines.lines(resp, path, skipped=skipped, rest=rest)
         finally:
             resp.release()
             resp.close()

@@ -4,6 +4,10 @@ aiohttp's own line reader raises an exception that is not a ``ClientError`` when
 object's line passes its limit, which ended the process on a single large object. Here
 a line is cut only past ``MAX_LINE_BYTES``, and then skipped whole and counted, so one
 object can never stop a stream (nor restart it to meet the same object forever).
+
+A reader given ``rest`` (``sro.watch.calm.Calm.rest``) may rest between reads: the
+connection stops reading for that long, so what the server sends meanwhile waits in the
+socket and comes in with the next read, in one wake-up of the process.
 """
 
 from __future__ import annotations
@@ -26,11 +30,17 @@ error that would restart (and meet it again) forever."""
 
 
 async def lines(
-    resp: aiohttp.ClientResponse, path: str, *, skipped: Callable[[], None]
+    resp: aiohttp.ClientResponse,
+    path: str,
+    *,
+    skipped: Callable[[], None],
+    rest: Callable[[int], float] | None = None,
 ) -> AsyncIterator[bytes]:
     """The stream's lines, split here rather than by aiohttp, whose line limit raises an
     exception that is not a ``ClientError`` on one long object; ``skipped`` counts a line
-    past ``MAX_LINE_BYTES``."""
+    past ``MAX_LINE_BYTES``. ``rest``: given the size of a read (everything the connection
+    had for the reader when it woke), once its lines are handed out, how long to rest
+    before the next read (0: none)."""
     pending = bytearray()
     skipping = False
     try:
@@ -50,9 +60,27 @@ async def lines(
                     skipped()
                     pending.clear()
                     skipping = True
+            if rest is not None and (seconds := rest(len(chunk))) > 0:
+                await _rest(resp, seconds)
         if pending and not skipping:
             yield bytes(pending)
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise errors.TransportError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
     except asyncio.IncompleteReadError as exc:
         raise errors.TransportError(f"watch {path}: stream cut") from exc
+
+
+async def _rest(resp: aiohttp.ClientResponse, seconds: float) -> None:
+    """Stop reading the connection for ``seconds`` (the kernel keeps what arrives, and TCP
+    slows the server once its buffer is full); where there is no connection to pause,
+    only wait."""
+    connection = resp.connection
+    protocol = connection.protocol if connection is not None else None
+    if protocol is None:
+        await asyncio.sleep(seconds)
+        return
+    protocol.pause_reading()
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        protocol.resume_reading()

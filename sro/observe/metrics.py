@@ -105,6 +105,13 @@ class Metrics:
             registry=r,
         )
         self._watch_wakes = children.Children(self.watch_wakes)
+        self.watch_rests = Counter(
+            "sro_watch_rests",
+            "Rests between two reads of a calm stream (sro.watch.calm): the first change after "
+            "a calm waited up to one",
+            ["resource"],
+            registry=r,
+        )
         self.watch_handler_errors = Counter(
             "sro_watch_handler_errors",
             "Changes whose event handler raised (the change is not queued; the next one is)",
@@ -269,6 +276,9 @@ class Metrics:
 
     def watch_woke(self, *, resource: str) -> None:
         self._watch_wakes(resource).inc()
+
+    def watch_rested(self, *, resource: str) -> None:
+        self.watch_rests.labels(resource=resource).inc()
 
     def cache_size(self, *, resource: str, size: int) -> None:
         self._cache_objects(resource).set(size)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from sro.kube import http
 from sro.model import bodies
 from sro.model import specialresource as sr_model
 from sro.runtime import handlers
+from sro.watch import calm as calm_
 from sro.watch import reflector as reflector_
 
 log = structlog.get_logger(__name__)
@@ -212,27 +214,41 @@ class Caches:
             journal_index=indexes.journal_for(spec.api_version, spec.kind),
             project_again=projections.again_for_kind(spec.api_version, spec.kind),
         )
+        # The Node watch reads in batches while its events queue nothing: a settled
+        # fleet's heartbeats (sro.watch.calm).
+        stream = reflector_.stream_name(resource.plural, spec.namespace)
+        calm = (
+            calm_.Calm(
+                rest=self._settings.calm_rest,
+                quiet_for=self._settings.calm_after,
+                on_rest=functools.partial(self._metrics.watch_rested, resource=stream),
+            )
+            if spec.role is Role.NODES
+            else None
+        )
         reflector: reflector_.Reflector[Any] = reflector_.Reflector(
             api=api,
             resource=resource,
             store=store,
-            on_change=self._handler(
-                spec, self._counted(reflector_.stream_name(resource.plural, spec.namespace))
-            ),
+            on_change=self._handler(spec, self._counted(stream, calm=calm)),
             settings=self._settings,
             metrics=self._metrics,
             namespace=spec.namespace,
             label_selector=spec.label_selector,
+            calm=calm,
         )
         self._reflectors[spec.key] = reflector
         self._tasks.append(self._group.create_task(reflector.run(), name=f"sro-reflector-{reflector.name}"))
 
-    def _counted(self, stream: str) -> handlers.Enqueue:
-        """The enqueue of ``stream``'s handler: each add counted by stream (``sro_watch_wakes``)."""
+    def _counted(self, stream: str, *, calm: calm_.Calm | None) -> handlers.Enqueue:
+        """The enqueue of ``stream``'s handler: each add counted by stream (``sro_watch_wakes``),
+        and, for a stream read in batches when calm, ending its calm."""
         metrics, enqueue = self._metrics, self._enqueue
 
         def counted(key: handlers.QueueKey) -> None:
             metrics.watch_woke(resource=stream)
+            if calm is not None:
+                calm.stirred()
             enqueue(key)
 
         return counted

@@ -20,6 +20,9 @@ The resumption rules are client-go's (``controller-semantics.md``):
   the deadline moves in steps) is dead: reconnect. A watch that ends at once without
   any event is an error, not a normal close.
 
+A reflector given a ``calm`` (``sro.watch.calm``) reads its stream in batches while no
+event of it has queued work for a while: what a settled fleet's Node heartbeats cost.
+
 Changes go to ``on_change`` one by one, after the store has been updated, so a
 handler reading the cache sees the new state. A failing handler is logged and does
 not stop the stream.
@@ -40,6 +43,7 @@ from sro.cache import store as store_
 from sro.kube import discovery, http
 from sro.kube import errors as kerrors
 from sro.watch import backoff as backoff_
+from sro.watch import calm as calm_
 from sro.watch import events
 
 log = structlog.get_logger(__name__)
@@ -61,6 +65,8 @@ class WatchMetrics(Protocol):
     def watch_handler_failed(self, *, resource: str) -> None: ...
 
     def watch_woke(self, *, resource: str) -> None: ...
+
+    def watch_rested(self, *, resource: str) -> None: ...
 
 
 def stream_name(plural: str, namespace: str = "") -> str:
@@ -95,8 +101,10 @@ class Reflector(Generic[V]):
         metrics: WatchMetrics,
         namespace: str = "",
         label_selector: str = "",
+        calm: calm_.Calm | None = None,
     ) -> None:
         self.resource = resource
+        self.calm = calm
         self.store = store
         self.namespace = namespace
         self.label_selector = label_selector
@@ -246,7 +254,11 @@ class Reflector(Generic[V]):
         seen = 0
         path = self.resource.path(namespace=self.namespace)
         async with self._api.stream(
-            path, params=params, open_timeout=inactivity, resource=self.resource.plural
+            path,
+            params=params,
+            open_timeout=inactivity,
+            resource=self.resource.plural,
+            rest=self.calm.rest if self.calm is not None else None,
         ) as lines:
             try:
                 async with asyncio.timeout(inactivity) as deadline:

@@ -6,7 +6,9 @@ reconcile). The first pass of each key is held until the burst has been sent, th
 way a slow reconcile would be: the count then does not depend on how fast this
 shared machine happens to be (free-running figures come from ``hack/bench runtime``).
 Node heartbeats (status condition timestamps) enqueue nothing and write
-nothing, while a label change on the same nodes does reconcile. Counts are printed.
+nothing, while a label change on the same nodes does reconcile. A calm Node watch reads
+a trickle of such events in batches, loses none, and reads at once again after a change
+that queued work. Counts are printed.
 """
 
 from __future__ import annotations
@@ -30,13 +32,16 @@ pytestmark = pytest.mark.integration
 POOL_LABEL = "sim.sro.dev/pool"
 
 
-def manager_for(cluster: Any, pool: str, keys: set[str]) -> Manager:
+def manager_for(
+    cluster: Any, pool: str, keys: set[str], *, watch: settings.WatchSettings | None = None
+) -> Manager:
     m = Manager(
         settings.Settings(
             api=settings.ApiSettings(kubeconfig=str(cluster.kubeconfig)),
             server=settings.ServerSettings(port=0),
             lease=settings.LeaseSettings(enabled=False),
             controller=settings.ControllerSettings(workers=4, reconcile_timeout=3600),
+            watch=watch or settings.WatchSettings(),
         )
     )
 
@@ -196,6 +201,74 @@ async def test_heartbeats_cause_no_reconcile_and_no_write(
             lambda: reconcile.passes > passes0, timeout=30, message="a relevant change reconciles"
         )
         assert m.metrics.value("sro_watch_wakes_total", {"resource": "nodes"}) > wakes0
+    finally:
+        m.stop()
+        assert await asyncio.wait_for(running, 60) == 0
+
+
+async def test_a_calm_node_watch_reads_in_batches_and_reads_at_once_after_a_change(
+    cluster: Any, node_pool: Callable[..., Any]
+) -> None:
+    pool = node_pool(count=3)
+    # Calm after 3 s without a queued key; then a rest of 0.5 s between reads.
+    m = manager_for(cluster, pool.name, {"sr"}, watch=settings.WatchSettings(calm_rest=0.5, calm_after=3.0))
+    reconcile = Counting(cost=0.0)
+    m.reconcile_with(reconcile)
+    running = asyncio.create_task(m.run())
+
+    def events() -> float:
+        return m.metrics.value("sro_watch_events_total", {"resource": "nodes"})
+
+    def rests() -> float:
+        return m.metrics.value("sro_watch_rests_total", {"resource": "nodes"})
+
+    try:
+        await settle(m)
+        async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+
+            async def beats(count: int, tag: str) -> str:
+                """``count`` changes nothing reads (an annotation), one after another; the
+                last one's resourceVersion."""
+                version = ""
+                for i in range(count):
+                    node = pool.nodes[i % len(pool.nodes)]
+                    answer = await api.request(
+                        "PATCH",
+                        f"/api/v1/nodes/{node}",
+                        body={"metadata": {"annotations": {"bench.sro.dev/beat": f"{tag}-{i}"}}},
+                        content_type=http.MERGE_PATCH,
+                    )
+                    version = answer["metadata"]["resourceVersion"]
+                return version
+
+            # Calm once no key was queued for 3 s: beat until the watch rests.
+            deadline = time.monotonic() + 60
+            while rests() == 0:
+                assert time.monotonic() < deadline, "the node watch never grew calm"
+                seen = events()
+                await beats(1, f"warm{seen:.0f}")
+                await waiting.wait_for(lambda s=seen: events() > s, timeout=30, message="a beat read")
+            events0, rests0 = events(), rests()
+            last = await beats(60, "calm")
+            await waiting.wait_for(lambda: events() - events0 >= 60, timeout=60, message="every beat read")
+            store = m.nodes
+            assert any(n.resource_version == last for n in store.values()), "the last beat is cached"
+            calm_rests = rests() - rests0
+            print(f"\ncalm: 60 node events read after {calm_rests:.0f} rests")
+            assert 1 <= calm_rests <= 30, "a calm watch rests, and reads several events after each rest"
+
+            # A change that queues work ends the calm: the next events are read at once.
+            passes0 = reconcile.passes
+            cluster.kubectl("label", "node", pool.nodes[0], "bench.sro.dev/x=1")
+            await waiting.wait_for(
+                lambda: reconcile.passes > passes0, timeout=30, message="the change reconciles"
+            )
+            events1, rests1 = events(), rests()
+            await beats(6, "stirred")
+            await waiting.wait_for(
+                lambda: events() - events1 >= 6, timeout=30, message="beats after the change"
+            )
+            assert rests() == rests1, "a watch whose events just queued work rested"
     finally:
         m.stop()
         assert await asyncio.wait_for(running, 60) == 0

@@ -17,6 +17,7 @@ class _Body:
 
     def __init__(self, chunks: Sequence[bytes]) -> None:
         self.content = self
+        self.connection = None  # nothing to pause: a rest only waits
         self._chunks = chunks
 
     async def iter_any(self) -> AsyncIterator[bytes]:
@@ -49,3 +50,21 @@ async def test_a_line_past_the_bound_is_skipped_whole_and_counted_and_the_next_o
     lines, skipped = await _split([b'{"before":1}\n', *too_long, b'tail\n{"after":2}\n'])
     assert lines == [b'{"before":1}', b'{"after":2}']
     assert skipped == 1
+
+
+async def test_a_reader_that_rests_is_asked_after_each_read_with_its_size() -> None:
+    asked: list[int] = []
+
+    def rest(read: int) -> float:
+        asked.append(read)
+        return 0.001 if read < 10 else 0.0  # rest after a small read
+
+    chunks = [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n{"d":4}\n', b'{"e":5}']
+    lines = [
+        line
+        async for line in watchlines.lines(
+            cast(Any, _Body(chunks)), "/api/v1/nodes", skipped=lambda: None, rest=rest
+        )
+    ]
+    assert lines == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}', b'{"e":5}']
+    assert asked == [8, 8, 16, 7]
