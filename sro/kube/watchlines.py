@@ -72,12 +72,11 @@ async def lines(
 
 async def _rest(resp: aiohttp.ClientResponse, seconds: float) -> None:
     """Stop reading the connection for ``seconds`` (the kernel keeps what arrives, and TCP
-    slows the server once its buffer is full); where there is no connection to pause,
-    only wait."""
+    slows the server once its buffer is full). A connection already released or lost has
+    nothing more to read: the next read ends the stream at once."""
     connection = resp.connection
     protocol = connection.protocol if connection is not None else None
-    if protocol is None:
-        await asyncio.sleep(seconds)
+    if protocol is None or not protocol.connected:
         return
     protocol.pause_reading()
     try:

@@ -12,12 +12,31 @@ from sro.kube import watchlines
 pytestmark = pytest.mark.unit
 
 
+class _Protocol:
+    """What a rest touches of a connection: its reading, paused and resumed."""
+
+    def __init__(self, *, connected: bool) -> None:
+        self.connected = connected
+        self.calls: list[str] = []
+
+    def pause_reading(self) -> None:
+        self.calls.append("pause")
+
+    def resume_reading(self) -> None:
+        self.calls.append("resume")
+
+
+class _Connection:
+    def __init__(self, protocol: _Protocol) -> None:
+        self.protocol = protocol
+
+
 class _Body:
     """What ``_lines`` reads of a response: its content, in the chunks a socket gave."""
 
-    def __init__(self, chunks: Sequence[bytes]) -> None:
+    def __init__(self, chunks: Sequence[bytes], connection: _Connection | None = None) -> None:
         self.content = self
-        self.connection = None  # nothing to pause: a rest only waits
+        self.connection = connection
         self._chunks = chunks
 
     async def iter_any(self) -> AsyncIterator[bytes]:
@@ -68,3 +87,19 @@ async def test_a_reader_that_rests_is_asked_after_each_read_with_its_size() -> N
     ]
     assert lines == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}', b'{"e":5}']
     assert asked == [8, 8, 16, 7]
+
+
+@pytest.mark.parametrize("connected", [True, False])
+async def test_a_rest_pauses_a_live_connection_and_resumes_it_and_leaves_a_lost_one_alone(
+    connected: bool,
+) -> None:
+    protocol = _Protocol(connected=connected)
+    body = _Body([b'{"a":1}\n', b'{"b":2}\n'], connection=_Connection(protocol))
+    lines = [
+        line
+        async for line in watchlines.lines(
+            cast(Any, body), "/api/v1/nodes", skipped=lambda: None, rest=lambda read: 0.001
+        )
+    ]
+    assert lines == [b'{"a":1}', b'{"b":2}']
+    assert protocol.calls == (["pause", "resume"] * 2 if connected else [])
