@@ -127,6 +127,11 @@ async def test_ten_thousand_label_changes_lead_to_far_fewer_reconciles(
             started = time.monotonic()
             await asyncio.gather(*(change(i) for i in range(10_000)))
             took = time.monotonic() - started
+        print(
+            f"\nburst sent in {took:.1f} s; node watch so far: "
+            f"{m.metrics.value('sro_watch_events_total', {'resource': 'nodes'}) - before_events:.0f} events, "
+            f"{m.metrics.value('sro_watch_rests_total', {'resource': 'nodes'}):.0f} rests"
+        )
         reconcile.hold.set()
         last = str(9_999 // len(pool.nodes))
         await waiting.wait_for(
@@ -139,7 +144,8 @@ async def test_ten_thousand_label_changes_lead_to_far_fewer_reconciles(
         passes = reconcile.passes - before_passes
         print(
             f"\n10,000 label changes in {took:.1f} s: "
-            f"{events:.0f} node events -> {passes} reconciles (3 keys)"
+            f"{events:.0f} node events -> {passes} reconciles (3 keys), "
+            f"{m.metrics.value('sro_watch_rests_total', {'resource': 'nodes'}):.0f} rests of the node watch"
         )
         assert reconcile.overlaps == 0, "a key was reconciled by two workers at once"
         assert events >= 10_000
