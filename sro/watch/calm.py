@@ -43,14 +43,13 @@ class Calm:
         clock: Callable[[], float] = time.monotonic,
         on_rest: Callable[[], None] = lambda: None,
     ) -> None:
-        """``on_rest``: told of each rest (a metric)."""
+        """``on_rest``: told of each rest (``sro_watch_rests_total``)."""
         self._rest = rest
         self._quiet_for = quiet_for
         self._busy_bytes = busy_bytes
         self._clock = clock
         self._on_rest = on_rest
         self._stirred = clock()  # not calm before ``quiet_for`` has passed
-        self.rests = 0
 
     def stirred(self) -> None:
         """One of the stream's events queued work: read at once for ``quiet_for``."""
@@ -62,6 +61,5 @@ class Calm:
             return 0.0
         if self._clock() - self._stirred < self._quiet_for:
             return 0.0
-        self.rests += 1
         self._on_rest()
         return self._rest
