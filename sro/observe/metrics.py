@@ -202,6 +202,7 @@ class Metrics:
             self.watch_relists.labels(resource=resource, reason=reason)
         self.watch_events.labels(resource=resource)
         self.watch_wakes.labels(resource=resource)
+        self.watch_rests.labels(resource=resource)
         self.cache_objects.labels(resource=resource).set(0)
 
     # -- sro.queue.workqueue.QueueMetrics ---------------------------------------
