@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from sro.model import desired, specialresource, views
+from sro.model import bodies, desired, specialresource, views
 
 V = TypeVar("V")
 Projection = Callable[[Mapping[str, Any]], V]
@@ -115,6 +115,17 @@ def for_kind(api_version: str, kind: str, *, controlled_by: tuple[str, str] | No
     if controlled_by is not None and kind != "ControllerRevision":
         return functools.partial(_owned_view, controller=controlled_by)
     return ObjectView.from_body
+
+
+def body_for_kind(api_version: str, kind: str) -> type | None:
+    """The fields of a kind's objects its projection reads, as a ``TypedDict`` a watch
+    decodes into (``sro.watch.events.Parser``), or None to decode objects whole: Nodes and
+    Pods, whose views read a few dozen fields of bodies that carry hundreds."""
+    if api_version == "v1" and kind == "Node":
+        return bodies.NodeBody
+    if api_version == "v1" and kind == "Pod":
+        return bodies.PodBody
+    return None
 
 
 def kept_when_gone(api_version: str, kind: str) -> Callable[[Any], bool] | None:

@@ -163,6 +163,7 @@ class Api:
         guard: Callable[[], None] | None = None,
         accept: str = JSON,
         retry_throttled: bool = True,
+        decode_as: Callable[[bytes], Any] = decode.loads,
     ) -> dict[str, Any]:
         """Send one request and return the JSON answer; typed errors for error answers.
 
@@ -173,7 +174,8 @@ class Api:
         signal). ``guard`` is called immediately before every attempt is sent and may raise to stop
         (a write fenced by the lease: a retry that comes after a long Retry-After must not
         go out once the lease is gone). ``accept`` asks for another JSON form of the answer
-        (``METADATA``, ``METADATA_LIST``: metadata only).
+        (``METADATA``, ``METADATA_LIST``: metadata only); ``decode_as`` reads it (a list
+        page of a kind whose items the caller reads in part: ``events.Parser.page``).
         """
 
         async def send() -> bytes:
@@ -198,7 +200,7 @@ class Api:
         if not answer:
             return {}
         try:
-            parsed = decode.loads(answer)
+            parsed = decode_as(answer)
         except ValueError as exc:  # a proxy's HTML page, a truncated body: no answer at all
             raise errors.TransportError(f"{method} {path}: the answer is not JSON: {exc}") from None
         return parsed if isinstance(parsed, dict) else {"items": parsed}

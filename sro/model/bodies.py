@@ -1,11 +1,15 @@
 """The raw API bodies sro reads, as ``TypedDict``s: what a field is called and what it holds.
 
 These describe the JSON the API server sends for the few kinds whose fields the code reads
-by name: a SpecialResource and a Node (and the metadata every object has). They say what
-flows where; they promise nothing about a particular body, which comes from a user and
+by name: a SpecialResource, a Node and a Pod (and the metadata every object has). They say
+what flows where; they promise nothing about a particular body, which comes from a user and
 may be missing fields or carry wrong types, so every reader still checks what it takes
 (``model.specialresource.parse``, ``model.views``). ``total=False`` throughout: the API
 server omits empty fields.
+
+``NodeBody`` and ``PodBody`` are also what a watch of Nodes or Pods decodes (``sro.watch.events.
+Parser``): only the fields they name are read off the wire, so a field ``model.views``
+reads must be named here, and every field named is one each event pays for.
 """
 
 from __future__ import annotations
@@ -37,13 +41,18 @@ class ObjectMeta(TypedDict, total=False):
     ownerReferences: list[OwnerReference]
 
 
-class SpecialResourceBody(TypedDict, total=False):
-    """A SpecialResource as the API server stores it; ``spec`` is parsed and checked by
-    ``model.specialresource.parse``, ``status`` by ``sro.status``."""
+class ObjectBody(TypedDict, total=False):
+    """What every object carries: its type and its metadata."""
 
     apiVersion: str
     kind: str
     metadata: ObjectMeta
+
+
+class SpecialResourceBody(ObjectBody, total=False):
+    """A SpecialResource as the API server stores it; ``spec`` is parsed and checked by
+    ``model.specialresource.parse``, ``status`` by ``sro.status``."""
+
     spec: dict[str, Any]
     status: dict[str, Any]
 
@@ -60,11 +69,11 @@ class NodeSpec(TypedDict, total=False):
     unschedulable: bool
 
 
-class NodeCondition(TypedDict, total=False):
+class Condition(TypedDict, total=False):
+    """A Node's or a Pod's condition: which, and whether it holds (all sro reads of one)."""
+
     type: str
     status: str
-    reason: str
-    message: str
 
 
 class NodeInfo(TypedDict, total=False):
@@ -74,20 +83,59 @@ class NodeInfo(TypedDict, total=False):
 
 
 class NodeStatus(TypedDict, total=False):
-    conditions: list[NodeCondition]
+    conditions: list[Condition]
     nodeInfo: NodeInfo
-    capacity: dict[str, str]
-    allocatable: dict[str, str]
 
 
-class NodeBody(TypedDict, total=False):
+class NodeBody(ObjectBody, total=False):
     """A Node: what ``model.views.NodeView.from_body`` keeps of it."""
 
-    apiVersion: str
-    kind: str
-    metadata: ObjectMeta
     spec: NodeSpec
     status: NodeStatus
+
+
+class PodSpec(TypedDict, total=False):
+    nodeName: str
+    readinessGates: list[dict[str, str]]
+
+
+class ContainerStateWaiting(TypedDict, total=False):
+    reason: str
+    message: str
+
+
+class ContainerStateTerminated(ContainerStateWaiting, total=False):
+    """A reason and a message, as a waiting state has, and the exit code. The API server
+    always writes exitCode (0 included): a terminated state read through this type is never
+    empty, and ``views`` takes an empty one for no state at all."""
+
+    exitCode: int
+
+
+class ContainerStateBody(TypedDict, total=False):
+    waiting: ContainerStateWaiting
+    terminated: ContainerStateTerminated
+
+
+class ContainerStatusBody(TypedDict, total=False):
+    name: str
+    ready: bool
+    state: ContainerStateBody
+    lastState: ContainerStateBody
+
+
+class PodStatus(TypedDict, total=False):
+    phase: str
+    conditions: list[Condition]
+    initContainerStatuses: list[ContainerStatusBody]
+    containerStatuses: list[ContainerStatusBody]
+
+
+class PodBody(ObjectBody, total=False):
+    """A Pod: what ``model.views.PodView.from_body`` keeps of it."""
+
+    spec: PodSpec
+    status: PodStatus
 
 
 def version_number(resource_version: object) -> int:

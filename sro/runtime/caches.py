@@ -236,6 +236,7 @@ class Caches:
             namespace=spec.namespace,
             label_selector=spec.label_selector,
             calm=calm,
+            body=projections.body_for_kind(spec.api_version, spec.kind),
         )
         self._reflectors[spec.key] = reflector
         self._tasks.append(self._group.create_task(reflector.run(), name=f"sro-reflector-{reflector.name}"))

@@ -102,6 +102,7 @@ class Reflector(Generic[V]):
         namespace: str = "",
         label_selector: str = "",
         calm: calm_.Calm | None = None,
+        body: type | None = None,
     ) -> None:
         self.resource = resource
         self.calm = calm
@@ -109,7 +110,8 @@ class Reflector(Generic[V]):
         self.namespace = namespace
         self.label_selector = label_selector
         self.name = stream_name(resource.plural, namespace)
-        self._int64 = resource.group in events.SCHEMA_GROUPS
+        # ``body``: the fields of each object the store's projection reads (events.Parser).
+        self._parse = events.Parser(body=body, int64=resource.group in events.SCHEMA_GROUPS)
         self._api = api
         self._on_change = on_change
         self._settings = settings
@@ -211,7 +213,9 @@ class Reflector(Generic[V]):
                 params["continue"] = token
             elif from_version:
                 params.update(resourceVersion=from_version, resourceVersionMatch="NotOlderThan")
-            page = await self._api.request("GET", path, params=params, resource=self.resource.plural)
+            page = await self._api.request(
+                "GET", path, params=params, resource=self.resource.plural, decode_as=self._parse.page
+            )
             meta = page.get("metadata") or {}
             list_rv = list_rv or str(meta.get("resourceVersion", ""))
             token = str(meta.get("continue", "") or "")
@@ -273,7 +277,7 @@ class Reflector(Generic[V]):
                         if now - moved >= step:
                             deadline.reschedule(now + inactivity)
                             moved = now
-                        event = events.parse(line, int64=self._int64)
+                        event = self._parse(line)
                         if event is None:
                             continue
                         seen += 1
