@@ -46,15 +46,19 @@ async def lines(
     try:
         async for chunk in resp.content.iter_any():
             start = 0
+            view = memoryview(chunk)
             while (end := chunk.find(b"\n", start)) != -1:
-                if not skipping:
-                    pending += chunk[start:end]
+                if skipping:
+                    skipping = False
+                elif pending:  # a line begun in an earlier read
+                    pending += view[start:end]
                     yield bytes(pending)
-                pending.clear()
-                skipping = False
+                    pending.clear()
+                else:  # a whole line in this read: one copy, not three
+                    yield chunk[start:end]
                 start = end + 1
             if not skipping:
-                pending += chunk[start:]
+                pending += view[start:]
                 if len(pending) > MAX_LINE_BYTES:
                     log.error("watch line too long: skipped", path=path, limit=MAX_LINE_BYTES)
                     skipped()

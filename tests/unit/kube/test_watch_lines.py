@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sro.kube import watchlines
 
@@ -61,6 +64,27 @@ async def test_lines_split_across_chunks_come_out_whole() -> None:
     lines, skipped = await _split([b'{"a":', b'1}\n{"b"', b":2}\n", b'{"c":3}'])
     assert lines == [b'{"a":1}', b'{"b":2}', b'{"c":3}']
     assert skipped == 0
+
+
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+    st.booleans(),
+    st.lists(st.integers(0, 60), max_size=20),
+)
+async def test_any_reads_give_the_lines_their_bytes_hold(
+    lines: list[bytes], end: bool, cuts: list[int]
+) -> None:
+    # Lines whole in one read, begun in one and ended in another, empty, and the last one
+    # without its newline: each comes out as it went in.
+    data = b"\n".join(lines) + (b"\n" if end else b"")
+    bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    chunks = [data[a:b] for a, b in itertools.pairwise(bounds)]
+    got, skipped = await _split(chunks)
+    expected = data.split(b"\n")
+    if expected[-1] == b"":
+        expected.pop()
+    assert got == expected and skipped == 0
+    assert all(type(line) is bytes for line in got)
 
 
 async def test_a_line_past_the_bound_is_skipped_whole_and_counted_and_the_next_one_kept() -> None:
