@@ -28,12 +28,14 @@ from sro import errors
 from sro.apply import diff
 from sro.kube import discovery, http
 from sro.model import bodies, desired
+from sro.watch import decode
 
 log = structlog.get_logger(__name__)
 
 FIELD_MANAGER = "sro"
 PROPAGATION = ("Background", "Foreground", "Orphan")
 
+_METADATA = decode.Typed(bodies.ObjectBody)  # a metadata answer, as far as callers read it
 CONFLICT_ATTEMPTS = 4
 """Sends of one apply that meets a conflict, 0.1, 0.2 and 0.4 s apart at most (random)."""
 
@@ -179,7 +181,8 @@ class Writer:
 
         The answer is the node's metadata only (``http.METADATA``): its labels and
         resourceVersion are all a caller reads, and a node's status, sent back for each of
-        the thousands of label patches a converging fleet takes, is most of its size."""
+        the thousands of label patches a converging fleet takes, is most of its size. Of
+        that, the fields ``bodies.ObjectMeta`` names are decoded (not its managedFields)."""
         self._fenced(f"patch node {name}")
         answer = await self._api.request(
             "PATCH",
@@ -189,6 +192,7 @@ class Writer:
             resource="nodes",
             guard=self._guard(f"patch node {name}"),
             accept=http.METADATA,
+            decode_as=_METADATA,
         )
         self._note("v1", "Node", answer)
         return answer

@@ -31,6 +31,7 @@ import sys
 import threading
 from typing import Any
 
+import msgspec
 import orjson
 
 MAX_DEPTH = 64
@@ -61,6 +62,27 @@ def loads(data: bytes | str, *, int64: bool = False) -> Any:
         return json.loads(data)
     except RecursionError:
         return cut(_loads_deep(data))
+
+
+TYPED_MISSES = (msgspec.MsgspecError, RecursionError)
+"""What a typed decode raises for text that does not fit its type, is not JSON, or nests
+past msgspec's own limit: each is then decoded whole (``loads``), which says which."""
+
+
+class Typed:
+    """Decodes JSON into ``body``, a ``TypedDict`` (``sro.model.bodies``): msgspec builds the
+    fields it names and skips the rest without building them; text that does not fit is
+    decoded whole by ``loads``, as without a type. For answers whose readers take a few
+    fields of large objects (a node's metadata: its managedFields are most of it)."""
+
+    def __init__(self, body: type) -> None:
+        self._decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(body)
+
+    def __call__(self, data: bytes) -> Any:
+        try:
+            return self._decoder.decode(data)
+        except TYPED_MISSES:
+            return loads(data)
 
 
 def _loads_deep(data: bytes | str) -> Any:

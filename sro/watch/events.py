@@ -116,7 +116,7 @@ class Parser:
         if self._typed_page is not None:
             try:
                 typed = self._typed_page.decode(answer)
-            except (msgspec.MsgspecError, RecursionError):
+            except decode.TYPED_MISSES:
                 pass  # decode.loads decides what it is
             else:
                 if typed.items is not None and typed.metadata is not None:
@@ -130,8 +130,8 @@ class Parser:
         if self._typed is not None:
             try:
                 typed = self._typed.decode(line)
-            except (msgspec.MsgspecError, RecursionError):
-                pass  # not of the type, not JSON, or nested past msgspec's limit: parse says which
+            except decode.TYPED_MISSES:
+                pass  # parse says what it is
             else:
                 kind = _TYPES.get(typed.type)
                 if kind is not None and kind is not EventType.ERROR:  # an ERROR's Status is read whole

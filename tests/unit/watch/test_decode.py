@@ -14,6 +14,7 @@ import tracemalloc
 
 import pytest
 
+from sro.model import bodies
 from sro.watch import decode, events
 
 pytestmark = pytest.mark.unit
@@ -101,3 +102,40 @@ def test_a_list_page_decodes_without_a_transient_of_many_times_its_size() -> Non
         tracemalloc.stop()
     assert decoded["items"][9]["metadata"]["name"] == "big009"
     assert peak - base < 3 * len(page)
+
+
+def test_a_typed_decode_keeps_the_fields_its_type_names_and_nothing_else() -> None:
+    typed = decode.Typed(bodies.ObjectBody)
+    answer = {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {
+            "name": "n1",
+            "resourceVersion": "41",
+            "labels": {"a": "b"},
+            "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}],
+        },
+    }
+    assert typed(json.dumps(answer).encode()) == {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"name": "n1", "resourceVersion": "41", "labels": {"a": "b"}},
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"metadata": {"labels": {"a": 1}}}',  # a field of another type than the type says
+        '{"metadata": "none"}',
+        "[1, 2]",
+        nested(5_000),  # past msgspec's own nesting limit: cut as loads cuts it
+    ],
+)
+def test_text_that_does_not_fit_the_type_is_decoded_whole(text: str) -> None:
+    assert decode.Typed(bodies.ObjectBody)(text.encode()) == decode.loads(text)
+
+
+def test_text_that_is_not_json_is_a_value_error_with_a_type_too() -> None:
+    with pytest.raises(ValueError):
+        decode.Typed(bodies.ObjectBody)(b"<html>proxy error</html>")
