@@ -105,6 +105,13 @@ class Metrics:
             registry=r,
         )
         self._watch_wakes = children.Children(self.watch_wakes)
+        self.watch_reads = Counter(
+            "sro_watch_reads",
+            "Reads of a watch connection, per stream: events per read is what each wake-up carried",
+            ["resource"],
+            registry=r,
+        )
+        self._watch_reads = children.Children(self.watch_reads)
         self.watch_rests = Counter(
             "sro_watch_rests",
             "Rests between two reads of a calm stream (sro.watch.calm): the first change after "
@@ -203,6 +210,7 @@ class Metrics:
         self.watch_events.labels(resource=resource)
         self.watch_wakes.labels(resource=resource)
         self.watch_rests.labels(resource=resource)
+        self.watch_reads.labels(resource=resource)
         self.cache_objects.labels(resource=resource).set(0)
 
     # -- sro.queue.workqueue.QueueMetrics ---------------------------------------
@@ -277,6 +285,9 @@ class Metrics:
 
     def watch_woke(self, *, resource: str) -> None:
         self._watch_wakes(resource).inc()
+
+    def watch_read(self, *, resource: str) -> None:
+        self._watch_reads(resource).inc()
 
     def watch_rested(self, *, resource: str) -> None:
         self.watch_rests.labels(resource=resource).inc()

@@ -68,6 +68,8 @@ class WatchMetrics(Protocol):
 
     def watch_rested(self, *, resource: str) -> None: ...
 
+    def watch_read(self, *, resource: str) -> None: ...
+
 
 def stream_name(plural: str, namespace: str = "") -> str:
     """The name a watch stream goes by in logs and metrics: its resource, and its namespace
@@ -262,7 +264,7 @@ class Reflector(Generic[V]):
             params=params,
             open_timeout=inactivity,
             resource=self.resource.plural,
-            rest=self.calm.rest if self.calm is not None else None,
+            rest=self._read,
         ) as lines:
             try:
                 async with asyncio.timeout(inactivity) as deadline:
@@ -297,6 +299,12 @@ class Reflector(Generic[V]):
             )
             return "closed_early"
         return "closed"
+
+    def _read(self, size: int) -> float:
+        """After each read of the stream (``size`` bytes): counted, as events per read is what
+        each wake-up of the stream carries; then the calm's rest, if the stream has one."""
+        self._metrics.watch_read(resource=self.name)
+        return self.calm.rest(size) if self.calm is not None else 0.0
 
     def _handle(self, event: events.WatchEvent) -> None:
         self._metrics.watch_event(resource=self.name)

@@ -228,6 +228,9 @@ async def test_a_calm_node_watch_reads_in_batches_and_reads_at_once_after_a_chan
     def rests() -> float:
         return m.metrics.value("sro_watch_rests_total", {"resource": "nodes"})
 
+    def reads() -> float:
+        return m.metrics.value("sro_watch_reads_total", {"resource": "nodes"})
+
     try:
         await settle(m)
         async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
@@ -254,7 +257,7 @@ async def test_a_calm_node_watch_reads_in_batches_and_reads_at_once_after_a_chan
                 seen = events()
                 await beats(1, f"warm{seen:.0f}")
                 await waiting.wait_for(lambda s=seen: events() > s, timeout=30, message="a beat read")
-            events0, rests0 = events(), rests()
+            events0, rests0, reads0 = events(), rests(), reads()
             last = await beats(60, "calm")
             await waiting.wait_for(lambda: events() - events0 >= 60, timeout=60, message="every beat read")
             store = m.nodes
@@ -262,6 +265,9 @@ async def test_a_calm_node_watch_reads_in_batches_and_reads_at_once_after_a_chan
             calm_rests = rests() - rests0
             print(f"\ncalm: 60 node events read after {calm_rests:.0f} rests")
             assert 1 <= calm_rests <= 30, "a calm watch rests, and reads several events after each rest"
+            calm_reads = reads() - reads0
+            assert 1 <= calm_reads <= calm_rests + 1, "a calm read is followed by a rest"
+            assert (events() - events0) / calm_reads >= 2, "a read after a rest carries what came meanwhile"
 
             # A change that queues work ends the calm: the next events are read at once.
             passes0 = reconcile.passes

@@ -359,3 +359,10 @@ def test_the_chain_rows_show_every_state_after_the_pooled_one() -> None:
     rows = converge_report.step_rows(figures)
     assert [name.strip() for name, _ in rows] == ["every state", "driver"]
     assert rows[1][1] == "opened -, ran 2.00 / 2.00 s, recorded 1.00 / 1.00 s"
+
+
+def test_events_per_read_divides_each_busiest_streams_events_by_its_reads() -> None:
+    line = converge_report.per_read(
+        {"pods": 300, "nodes": 50, "jobs": 1}, {"pods": 100, "nodes": 50, "jobs": 0}
+    )
+    assert line == "pods 3.0 (100 reads), nodes 1.0 (50 reads)"

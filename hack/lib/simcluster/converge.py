@@ -195,6 +195,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 operator.profile(out / "operator.spy")
             before, cpu0, steps0 = operator.requests(), operator.cpu_seconds(), operator.step_seconds()
             events_before, wakes_before = operator.watch_events(), operator.watch_wakes()
+            reads_before = operator.watch_reads()
             stalls0, restarts0 = operator.stalls(), operator.watch_restarts()
             plane0 = daemons.cpu_by_name(run.pids)
             started_wall = time.time()
@@ -229,6 +230,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             events_during.subtract(events_before)
             wakes_during = operator.watch_wakes()
             wakes_during.subtract(wakes_before)
+            reads_during = operator.watch_reads()
+            reads_during.subtract(reads_before)
             restarts = operator.watch_restarts()
             restarts.subtract(restarts0)
             window = [
@@ -259,6 +262,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 # what the operator read while converging: its CPU is mostly theirs
                 "watch_events": {k: v for k, v in sorted(events_during.items()) if v},
                 "watch_wakes": {k: v for k, v in sorted(wakes_during.items()) if v},
+                "watch_reads": {k: v for k, v in sorted(reads_during.items()) if v},
                 # the event loop kept from reading: what makes the API server drop a watcher
                 "loop_stalls": {k: v - stalls0.get(k, 0.0) for k, v in operator.stalls().items()},
                 "watch_restarts": {k: v for k, v in sorted(restarts.items()) if v},

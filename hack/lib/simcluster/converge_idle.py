@@ -80,12 +80,13 @@ async def window(
     within: float,
 ) -> dict[str, Any]:
     """The idle figures: ``seconds`` of idle (more with a heartbeat gap, see above)."""
-    requests0, cpu0, passes0, events0, wakes0 = (
+    requests0, cpu0, passes0, events0, wakes0, reads0 = (
         operator.requests(),
         operator.cpu_seconds(),
         operator.passes(),
         operator.watch_events(),
         operator.watch_wakes(),
+        operator.watch_reads(),
     )
     started, t0 = time.monotonic(), time.time()
     gap = await blink(run, client, seconds=blink_seconds, within=within) if blink_seconds > 0 else None
@@ -96,6 +97,8 @@ async def window(
     events.subtract(events0)
     wakes = operator.watch_wakes()
     wakes.subtract(wakes0)
+    reads = operator.watch_reads()
+    reads.subtract(reads0)
     writes = [w for w in audit.read(run.audit_log) if w.by_sro and w.time.timestamp() >= t0]
     figures: dict[str, Any] = {
         "seconds": elapsed,
@@ -107,6 +110,7 @@ async def window(
         "passes": operator.passes() - passes0,
         "watch_events": {k: v for k, v in sorted(events.items()) if v},
         "watch_wakes": {k: v for k, v in sorted(wakes.items()) if v},
+        "watch_reads": {k: v for k, v in sorted(reads.items()) if v},
     }
     if gap is not None:
         figures["blink"] = gap

@@ -71,6 +71,12 @@ def _beyond(floor: Mapping[str, Any], sro: Mapping[str, Any]) -> str:
     )
 
 
+def per_read(events: Mapping[str, int], reads: Mapping[str, int]) -> str:
+    """Events per read of the streams read most: what each wake-up of a stream carried."""
+    busiest = sorted(reads.items(), key=lambda kv: -kv[1])[:4]
+    return ", ".join(f"{k} {events.get(k, 0) / n:.1f} ({n} reads)" for k, n in busiest if n)
+
+
 def step_rows(figures: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[tuple[str, str]]:
     """Table rows of ``converge_steps.Steps.figures``: each state's three intervals as
     p50 / p99, the pooled ones first."""
@@ -168,6 +174,8 @@ def table(figures: Mapping[str, Any]) -> str:
                 ", ".join(f"{k} {v}" for k, v in sorted(read.items(), key=lambda kv: -kv[1])[:6]),
             )
         )
+    if read and f["sro"].get("watch_reads"):  # absent from figures of older runs
+        rows.append(("sro watch events per read", per_read(read, f["sro"]["watch_reads"])))
     stalls = f["sro"].get("loop_stalls")
     if stalls:  # absent from figures of older runs
         rows.append(
@@ -221,6 +229,8 @@ def table(figures: Mapping[str, Any]) -> str:
         if "passes" in idle:  # what woke it (absent from figures of older runs)
             events = ", ".join(f"{k} {v}" for k, v in idle["watch_events"].items()) or "none"
             rows.append(("  passes; watch events", f"{idle['passes']}; {events}"))
+        if idle.get("watch_reads"):
+            rows.append(("  watch events per read", per_read(idle["watch_events"], idle["watch_reads"])))
         if "watch_wakes" in idle:
             wakes = ", ".join(f"{k} {v}" for k, v in idle["watch_wakes"].items()) or "none"
             rows.append(("  queue adds by watch events", wakes))

@@ -116,6 +116,11 @@ class Operator:
         """Watch events received so far, by resource (the operator's own counter)."""
         return self._by_stream("sro_watch_events_total")
 
+    def watch_reads(self) -> Counter[str]:
+        """Reads of each watch connection so far, by resource (events per read: what each
+        wake-up of a stream carried)."""
+        return self._by_stream("sro_watch_reads_total")
+
     def watch_wakes(self) -> Counter[str]:
         """Work-queue adds watch events made so far, by resource: what ran the passes."""
         return self._by_stream("sro_watch_wakes_total")
