@@ -266,7 +266,9 @@ async def test_a_calm_node_watch_reads_in_batches_and_reads_at_once_after_a_chan
             print(f"\ncalm: 60 node events read after {calm_rests:.0f} rests")
             assert 1 <= calm_rests <= 30, "a calm watch rests, and reads several events after each rest"
             calm_reads = reads() - reads0
-            assert 1 <= calm_reads <= calm_rests + 1, "a calm read is followed by a rest"
+            # Each rest follows a read; a read may have none (an event that queued work, a
+            # large read), so only the one bound holds exactly.
+            assert calm_rests <= calm_reads, "a rest without a read"
             assert (events() - events0) / calm_reads >= 2, "a read after a rest carries what came meanwhile"
 
             # A change that queues work ends the calm: the next events are read at once.
