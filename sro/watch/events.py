@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 import msgspec
 
@@ -82,10 +82,9 @@ class _Line(msgspec.Struct, Generic[B]):
     object: B
 
 
-class _ListMeta(msgspec.Struct):
-    resourceVersion: str = ""
-    # ``continue`` is a Python keyword: the field is renamed on the wire.
-    continue_: str = msgspec.field(default="", name="continue")
+# A list's metadata as the reflector reads it; ``continue`` is a Python keyword, hence the
+# functional form.
+_ListMeta = TypedDict("_ListMeta", {"resourceVersion": str, "continue": str}, total=False)
 
 
 class _Page(msgspec.Struct, Generic[B]):
@@ -120,10 +119,7 @@ class Parser:
                 pass  # decode.loads decides what it is
             else:
                 if typed.items is not None and typed.metadata is not None:
-                    meta = {"resourceVersion": typed.metadata.resourceVersion}
-                    if typed.metadata.continue_:
-                        meta["continue"] = typed.metadata.continue_
-                    return {"metadata": meta, "items": typed.items}
+                    return {"metadata": typed.metadata, "items": typed.items}
         return decode.loads(answer)
 
     def __call__(self, line: bytes | str) -> WatchEvent | None:
