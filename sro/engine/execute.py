@@ -6,7 +6,8 @@ of a plan that do not depend on each other go out at the same time instead of on
 phase after another:
 
 * object applies, then the node changes (a state whose write was refused keeps its
-  ready labels and ``complete`` back: ``lifecycle.held_back`` needs the applies' answer);
+  ready labels and ``complete`` back: ``lifecycle.held_back`` needs the applies' answer),
+  each node's followers (``Plan.follow``) right after its own patch answered;
 * deletions (stale objects, closed and failed pods: nothing applied in the same pass
   needs them gone first; a pod to re-create is created by a later pass, once its
   deletion shows in the cache);
@@ -23,7 +24,8 @@ the reconcile (``errors.NotLeader``) cancels the others and is raised as itself.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, MutableMapping
+import functools
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 from sro.cache import projections
@@ -81,17 +83,38 @@ async def execute(
 
     async def objects_then_nodes() -> tuple[writes.WriteReport, node_writes.Written]:
         applied = await apply(planned.apply)
+        reports = [applied]
+
+        async def follow(objects: Sequence[actions.Follower], shown: Mapping[str, Mapping[str, str]]) -> None:
+            """The pods of states that just opened on a node, now that it shows their labels."""
+            ready = writes.unsent(actions.followers(objects, shown), sr=sr, sent=sent)
+            ready = tuple(o for o in ready if o.state not in applied.blocked_states)
+            if ready:
+                reports.append(await apply(ready))
+
+        # Each node's followers go as soon as its own patch answered; those of a state
+        # opening in this pass wait for every node's, to be dry-run together first.
+        opening = tuple(f for f in planned.follow if f.obj.state in planned.opening)
+        by_node: dict[str, list[actions.Follower]] = {}
+        for f in planned.follow:
+            if f.obj.state not in planned.opening and f.obj.node is not None:
+                by_node.setdefault(f.obj.node, []).append(f)
+
+        async def node_shown(node: str, labels: Mapping[str, str]) -> None:
+            if objects := by_node.pop(node, None):  # once, whatever else names the node
+                await follow(objects, {node: labels})
+
         written = await node_writes.carry_out(
             writer,
             lifecycle.held_back(planned.node_labels, sr_name=sr.name, blocked=applied.blocked_states),
             sr_name=sr.name,
             nodes=nodes,
             limit=limit,
+            then=node_shown,
         )
-        # The pods of states that just opened on a node, now that it shows their labels.
-        ready = writes.unsent(actions.followers(planned.follow, written.labels), sr=sr, sent=sent)
-        followed = await apply(tuple(o for o in ready if o.state not in applied.blocked_states))
-        return writes.merged(applied, followed), written
+        if opening:
+            await follow(opening, written.labels)
+        return functools.reduce(writes.merged, reports), written
 
     reads.start(writer, planned.logs_needed, logs, limit=limit)  # first: a read waits on a kubelet
     try:

@@ -14,7 +14,7 @@ cordon made meanwhile must stand until a pass has seen it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -49,11 +49,14 @@ async def carry_out(
     sr_name: str,
     nodes: Iterable[views.NodeView],
     limit: int = waves.DEFAULT_LIMIT,
+    then: Callable[[str, Mapping[str, str]], Awaitable[None]] | None = None,
 ) -> Written:
     """Send the planned node changes, one patch per node and up to ``limit`` nodes at once.
 
     A node that went away meanwhile is no failure. A change whose node shows it done
-    already sends nothing.
+    already sends nothing. ``then(node, labels)`` runs for each node as soon as it shows its
+    change (its patch answered, or it needed none), in the node's own turn: what waits on
+    one node's labels need not wait on every other node's patch.
     """
     by_name = {n.name: n for n in nodes}
     failures: list[tuple[str, errors.SroError]] = []
@@ -62,6 +65,11 @@ async def carry_out(
     own = lifecycle.label_prefix(sr_name)
 
     async def send(change: node_patches.NodeChange) -> None:
+        await change_node(change)
+        if then is not None and (labels := shown.get(change.node)) is not None:
+            await then(change.node, labels)  # outside change_node's error handling
+
+    async def change_node(change: node_patches.NodeChange) -> None:
         node = by_name.get(change.node)
         patch = node_patches.for_change(node, change, sr_name=sr_name) if node is not None else None
         if patch is None:

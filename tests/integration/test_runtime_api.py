@@ -24,7 +24,7 @@ from sro.apply import ssa
 from sro.engine import node_writes
 from sro.kube import discovery, http
 from sro.model import desired, views
-from sro.plan import node_patches
+from sro.plan import lifecycle, node_patches
 from sro.runtime import result
 from sro.runtime.manager import Manager
 
@@ -378,6 +378,56 @@ async def test_a_taint_patch_that_meets_a_status_report_is_built_again_and_a_cor
                     },
                 },
             )
+
+
+async def test_what_waits_on_a_nodes_labels_runs_once_that_node_shows_them_not_after_every_node(
+    cluster: Any,
+) -> None:
+    """``carry_out(then=...)``: each node's follow-up runs as soon as its own patch answered,
+    with the labels the answer shows, before the next node's patch (one at a time here);
+    a node that needed no patch is followed up with its cached labels, and a node that is
+    gone is not followed up at all."""
+    async with await http.Api.connect(api_settings(cluster)) as api:
+        writer = ssa.Writer(api=api, discovery=discovery.Discovery(api))
+        listed = await api.request("GET", "/api/v1/nodes", params={"limit": "3"})
+        names = sorted(item["metadata"]["name"] for item in listed["items"])
+        assert len(names) == 3
+        sr = f"follow-{uuid.uuid4().hex[:6]}"
+        label = lifecycle.state_label(sr, "state-a")
+        seen = {n: views.NodeView.from_body(await api.request("GET", f"/api/v1/nodes/{n}")) for n in names}
+        done_already = names[2]
+        await api.request(
+            "PATCH", f"/api/v1/nodes/{done_already}", body={"metadata": {"labels": {label: "ready"}}},
+            content_type=http.MERGE_PATCH,
+        )  # fmt: skip
+        seen[done_already] = views.NodeView.from_body(
+            await api.request("GET", f"/api/v1/nodes/{done_already}")
+        )
+        followed: list[tuple[str, str | None, str | None]] = []
+
+        async def then(node: str, labels: Any) -> None:
+            later = [n for n in names[:2] if n > node]
+            other = (await api.request("GET", f"/api/v1/nodes/{later[0]}"))["metadata"] if later else {}
+            followed.append(
+                (node, labels.get(label), (other.get("labels") or {}).get(label) if later else None)
+            )
+
+        changes = [node_patches.NodeChange(node=n, labels={label: "ready"}) for n in (*names, "no-such-node")]
+        try:
+            written = await node_writes.carry_out(
+                writer, changes, sr_name=sr, nodes=[*seen.values()], limit=1, then=then
+            )
+            assert written.failures == ()
+            assert sorted(n for n, _, _ in followed) == names, "every node shown once, the gone one never"
+            assert all(value == "ready" for _, value, _ in followed), "each with the labels it shows"
+            first = next(f for f in followed if f[0] == names[0])
+            assert first[2] is None, "followed up before the next node's patch was sent"
+        finally:
+            for n in names:
+                await api.request(
+                    "PATCH", f"/api/v1/nodes/{n}", body={"metadata": {"labels": {label: None}}},
+                    content_type=http.MERGE_PATCH,
+                )  # fmt: skip
 
 
 async def test_concurrent_applies_each_get_their_own_answer_or_refusal(cluster: Any, namespace: str) -> None:
