@@ -94,10 +94,12 @@ async def execute(
 
         # Each node's followers go as soon as its own patch answered; those of a state
         # opening in this pass wait for every node's, to be dry-run together first.
-        opening = tuple(f for f in planned.follow if f.obj.state in planned.opening)
+        opening: list[actions.Follower] = []
         by_node: dict[str, list[actions.Follower]] = {}
         for f in planned.follow:
-            if f.obj.state not in planned.opening and f.obj.node is not None:
+            if f.obj.state in planned.opening:
+                opening.append(f)
+            elif f.obj.node is not None:
                 by_node.setdefault(f.obj.node, []).append(f)
 
         async def node_shown(node: str, labels: Mapping[str, str]) -> None:
