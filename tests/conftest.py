@@ -33,7 +33,11 @@ if str(REPO) not in sys.path:  # so ``tests.support`` resolves as well as ``supp
     sys.path.append(str(REPO))
 
 from support import cluster as cluster_mod  # noqa: E402
-from support import pools, waiting  # noqa: E402
+from support import pools, stopping, waiting  # noqa: E402
+
+
+def pytest_configure() -> None:
+    stopping.install()  # a run stopped by SIGTERM or SIGHUP still tears its cluster down
 
 
 def _session_token(run_dir: Path) -> Path:
