@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
 import yaml
 from operator_process import REPO
@@ -23,8 +24,11 @@ def _ca_data(kubeconfig: Path) -> str:
     return base64.b64encode(Path(entry["certificate-authority"]).read_bytes()).decode()
 
 
-def service_account_kubeconfig(cluster: cluster_mod.Cluster, namespace: str, base: Path) -> Path:
-    """A ServiceAccount with the Deployment's ClusterRole and a Lease Role; a kubeconfig with its token."""
+def service_account_kubeconfig(
+    cluster: cluster_mod.Cluster, namespace: str, base: Path, *, cluster_role: str = "sro-manager"
+) -> Path:
+    """A ServiceAccount with the Deployment's ClusterRole (or ``cluster_role``, bound by a
+    ClusterRoleBinding named ``namespace``) and a Lease Role; a kubeconfig with its token."""
     account = "sro-hostile"
     cluster.kubectl(
         "apply",
@@ -42,7 +46,7 @@ def service_account_kubeconfig(cluster: cluster_mod.Cluster, namespace: str, bas
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
-                "name": "sro-manager",
+                "name": cluster_role,
             },
             "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
         },
@@ -87,3 +91,12 @@ def service_account_kubeconfig(cluster: cluster_mod.Cluster, namespace: str, bas
     path = base / "service-account.kubeconfig"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def manager_role_without(name: str, resources: frozenset[str]) -> dict[str, Any]:
+    """The Deployment's ClusterRole (``manifests/rbac/manager_role.yaml``) named ``name``,
+    without the rules that grant any of ``resources``: an administrator's trimmed copy."""
+    role = yaml.safe_load((REPO / "manifests" / "rbac" / "manager_role.yaml").read_text())
+    rules = [r for r in role["rules"] if not resources & set(r.get("resources") or ())]
+    assert len(rules) < len(role["rules"]), f"no rule of the role grants {sorted(resources)}"
+    return {**role, "metadata": {"name": name}, "rules": rules}

@@ -5,6 +5,9 @@ match": a driver that prints 64 KiB of build output, then its ready line, then 4
 completes its state; the same driver without the ready line does not, and the state says
 it waits for the pattern. A match is remembered across a restart of the operator: the new
 process has read no tail yet, and its first pass still resets nothing and writes nothing.
+A log that cannot be read (a kubelet out of reach, an operator whose ClusterRole was
+trimmed of ``pods/log``) keeps the state waiting, with the reason in its message and the
+operator's log, until it can be read: then the state completes, with no restart.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import hostile_identity
 import pytest
 import specialresources as srs
 from conftest import Made, unique
@@ -179,6 +183,27 @@ def _kubelet_port(made: Made, node: str, port: int | None = None) -> int:
     return int(body["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"])
 
 
+def _ready_driver_sr(made: Made, recipe_dir: Callable[..., Path], group: str, prefix: str) -> str:
+    """A SpecialResource on ``group`` whose driver prints its ready line after 4 KiB."""
+    text = "\\n".join([*build_output(4 * 1024, "build"), READY])
+    recipe = unique(prefix)
+    recipe_dir(recipe, {"recipe.yaml": RECIPE, "state-driver/daemonset.yaml": daemonset(text)})
+    return made.sr(srs.manifest(unique(prefix), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
+
+
+async def _driver_row_saying(made: Made, name: str, *words: str) -> dict[str, object]:
+    """The state-driver row of ``name``'s status once its message holds every one of
+    ``words`` (in any case)."""
+
+    def row_saying() -> dict[str, object] | None:
+        rows = srs.status(made.cluster, name).get("states") or []
+        row = next((r for r in rows if r["name"] == "state-driver"), None)
+        message = str((row or {}).get("message")).lower()
+        return row if row is not None and all(w in message for w in words) else None
+
+    return await waiting.wait_for(row_saying, timeout=90, message=f"the state-driver row says {words}")
+
+
 async def test_a_driver_whose_log_cannot_be_read_waits_and_its_state_says_why(
     made: Made, recipe_dir: Callable[..., Path], operator: Operator
 ) -> None:
@@ -188,18 +213,9 @@ async def test_a_driver_whose_log_cannot_be_read_waits_and_its_state_says_why(
     # out of reach.
     kubelet = _kubelet_port(made, nodes[0])
     assert _kubelet_port(made, nodes[0], 1) == 1
-    text = "\\n".join([*build_output(4 * 1024, "build"), READY])
-    recipe = unique("deaflog")
-    recipe_dir(recipe, {"recipe.yaml": RECIPE, "state-driver/daemonset.yaml": daemonset(text)})
-    name = made.sr(srs.manifest(unique("deaflog"), recipe=recipe, node_selector={srs.GROUP_LABEL: group}))
-
-    def says_why() -> dict[str, object] | None:
-        rows = srs.status(made.cluster, name).get("states") or []
-        row = next((r for r in rows if r["name"] == "state-driver"), None)
-        return row if row is not None and "could not be read" in str(row.get("message")) else None
-
+    name = _ready_driver_sr(made, recipe_dir, group, "deaflog")
     try:
-        row = await waiting.wait_for(says_why, timeout=90, message="the state says the log cannot be read")
+        row = await _driver_row_saying(made, name, "could not be read")
     finally:
         assert _kubelet_port(made, nodes[0], kubelet) == kubelet
     message = str(row["message"])
@@ -214,6 +230,70 @@ async def test_a_driver_whose_log_cannot_be_read_waits_and_its_state_says_why(
     # The kubelet back in reach, the next read sees the line and the state completes.
     status = await srs.wait_ready(made.cluster, name, within=120)
     assert status["nodes"] == {"selected": 1, "complete": 1}
+
+
+@pytest.fixture
+def no_log_rights(
+    made: Made, operator: Operator, tmp_path: Path
+) -> Iterator[tuple[Operator, Callable[[], None]]]:
+    """The session's operator replaced, for one test, by one running as a ServiceAccount
+    whose ClusterRole is the Deployment's without ``pods/log`` (an administrator's trimmed
+    copy), reading the same recipe directory; and a function that grants ``pods/log``
+    back. The session's operator is started again after."""
+    cluster = made.cluster
+    namespace = unique("sro-nolog")
+    role, grant = f"{namespace}-nolog", f"{namespace}-logs"
+    cluster.kubectl("create", "namespace", namespace)
+    trimmed = hostile_identity.manager_role_without(role, frozenset({"pods/log"}))
+    cluster.kubectl("create", "-f", "-", input=json.dumps(trimmed))
+    kubeconfig = hostile_identity.service_account_kubeconfig(cluster, namespace, tmp_path, cluster_role=role)
+
+    def grant_logs() -> None:
+        cluster.kubectl("create", "clusterrole", grant, "--verb=get", "--resource=pods/log")
+        cluster.kubectl(
+            "create", "clusterrolebinding", grant, f"--clusterrole={grant}",
+            f"--serviceaccount={namespace}:sro-hostile",
+        )  # fmt: skip
+
+    deaf = Operator(kubeconfig=kubeconfig, recipes_dir=operator.recipes_dir, log_dir=tmp_path)
+    operator.stop()
+    try:
+        deaf.start()
+        yield deaf, grant_logs
+    finally:
+        try:
+            made.cleanup()  # while this operator runs: it lets the SpecialResources go
+            made.srs.clear()
+            made.nodes.clear()
+        finally:
+            deaf.stop()
+            for kind, name in (("clusterrolebinding", grant), ("clusterrole", grant)):
+                cluster.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+            for kind, name in (("clusterrolebinding", namespace), ("clusterrole", role)):
+                cluster.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+            cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+            operator.start()
+
+
+async def test_a_driver_log_sro_may_not_read_keeps_its_state_waiting_and_says_it_is_forbidden(
+    made: Made, recipe_dir: Callable[..., Path], no_log_rights: tuple[Operator, Callable[[], None]]
+) -> None:
+    deaf, grant_logs = no_log_rights
+    group, nodes = made.group("log", [UBUNTU])
+    name = _ready_driver_sr(made, recipe_dir, group, "rbaclog")
+    row = await _driver_row_saying(made, name, "could not be read", "forbidden")
+    assert f"{nodes[0]}: waiting for logs of pod " in str(row["message"]), row
+    assert row["phase"] == "Progressing" and row["nodes"]["complete"] == 0  # type: ignore[index]
+    lines = deaf.log_path.read_text().splitlines()
+    warned = [json.loads(line) for line in lines if "pod logs could not be read" in line]
+    forbidden = [w for w in warned if "forbidden" in str(w.get("error", "")).lower()]
+    assert any(str(w.get("pod", "")).startswith("driver-") for w in forbidden), warned
+    # The right granted back, the next read sees the line and the state completes: no restart.
+    starts = deaf.starts
+    grant_logs()
+    status = await srs.wait_ready(made.cluster, name, within=120)
+    assert status["nodes"] == {"selected": 1, "complete": 1}
+    assert deaf.starts == starts and deaf.proc is not None and deaf.proc.poll() is None
 
 
 class Silent:
