@@ -3,7 +3,9 @@
 With the session's cluster-admin kubeconfig every kind can be listed, so a recipe asking
 for a kind outside ``manifests/rbac/manager_role.yaml`` would pass unnoticed; as this
 ServiceAccount the API server really refuses it, as it would in a cluster. Its Lease
-lives in a namespace of the suite's own, so no other operator's election meets it.
+lives in a namespace of the suite's own, so no other operator's election meets it. A test
+that needs narrower rights binds it to a trimmed copy of the role (``manager_role_without``:
+an operator that may not read pod logs).
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import Any
 import yaml
 from operator_process import REPO
 from support import cluster as cluster_mod
+
+ACCOUNT = "sro-hostile"
+"""The ServiceAccount's name, in the namespace ``service_account_kubeconfig`` is given."""
 
 
 def _ca_data(kubeconfig: Path) -> str:
@@ -29,7 +34,7 @@ def service_account_kubeconfig(
 ) -> Path:
     """A ServiceAccount with the Deployment's ClusterRole (or ``cluster_role``, bound by a
     ClusterRoleBinding named ``namespace``) and a Lease Role; a kubeconfig with its token."""
-    account = "sro-hostile"
+    account = ACCOUNT
     cluster.kubectl(
         "apply",
         "--server-side",

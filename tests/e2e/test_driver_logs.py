@@ -252,7 +252,7 @@ def no_log_rights(
         cluster.kubectl("create", "clusterrole", grant, "--verb=get", "--resource=pods/log")
         cluster.kubectl(
             "create", "clusterrolebinding", grant, f"--clusterrole={grant}",
-            f"--serviceaccount={namespace}:sro-hostile",
+            f"--serviceaccount={namespace}:{hostile_identity.ACCOUNT}",
         )  # fmt: skip
 
     deaf = Operator(kubeconfig=kubeconfig, recipes_dir=operator.recipes_dir, log_dir=tmp_path)
