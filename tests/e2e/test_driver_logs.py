@@ -289,11 +289,12 @@ async def test_a_driver_log_sro_may_not_read_keeps_its_state_waiting_and_says_it
     forbidden = [w for w in warned if "forbidden" in str(w.get("error", "")).lower()]
     assert any(str(w.get("pod", "")).startswith("driver-") for w in forbidden), warned
     # The right granted back, the next read sees the line and the state completes: no restart.
-    starts = deaf.starts
+    assert deaf.proc is not None
+    pid = deaf.proc.pid
     grant_logs()
     status = await srs.wait_ready(made.cluster, name, within=120)
     assert status["nodes"] == {"selected": 1, "complete": 1}
-    assert deaf.starts == starts and deaf.proc is not None and deaf.proc.poll() is None
+    assert deaf.proc.pid == pid and deaf.proc.poll() is None
 
 
 class Silent:

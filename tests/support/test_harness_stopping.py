@@ -56,21 +56,27 @@ def test_held(held):
 """
 
 
-BACKGROUND_JOB = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-    "os.execv(sys.argv[1], sys.argv[1:])"
-)
+STARTED_WITH = """
+import os, signal, sys
+for arg in sys.argv[1:3]:
+    name, how = arg.split("=")
+    signal.signal(getattr(signal, name), getattr(signal, how))
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+"""Run the rest of the command line with SIGINT and SIGHUP as the first two arguments say
+(``SIGINT=SIG_IGN``): each case starts from known dispositions, whatever this run has (a
+suite under ``nohup`` ignores SIGHUP, and its children inherit that)."""
 
 
 def _session(tmp_path: Path, *, install: bool, ignore_sigint: bool) -> subprocess.Popen[bytes]:
     (tmp_path / "conftest.py").write_text(CONFTEST.format(tests=str(TESTS), install=install))
     (tmp_path / "test_held.py").write_text(textwrap.dedent(TEST))
-
+    # SIGINT ignored as a non-interactive shell's `&` starts a job; else both as by default.
+    sigint = "SIG_IGN" if ignore_sigint else "SIG_DFL"
+    dispositions = [sys.executable, "-c", STARTED_WITH, f"SIGINT={sigint}", "SIGHUP=SIG_DFL"]
     pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)]
-    if ignore_sigint:  # as a non-interactive shell's `&` starts a job: SIGINT ignored across exec
-        pytest_argv = [sys.executable, "-c", BACKGROUND_JOB, *pytest_argv]
     return subprocess.Popen(
-        pytest_argv,
+        [*dispositions, *pytest_argv],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -86,7 +92,7 @@ def _stop(proc: subprocess.Popen[bytes], tmp_path: Path, sig: signal.Signals) ->
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # reaped, and its pipe closed
     return out.decode(errors="replace")
 
 
