@@ -32,8 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # so ``tests.support`` resolves as well as ``support``
     sys.path.append(str(REPO))
 
+from simcluster import stopping  # noqa: E402
 from support import cluster as cluster_mod  # noqa: E402
-from support import pools, stopping, waiting  # noqa: E402
+from support import pools, waiting  # noqa: E402
 
 
 def pytest_configure() -> None:

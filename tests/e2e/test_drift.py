@@ -11,17 +11,14 @@ the record of its success, so nothing on the node changes and it is not made aga
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime
 
 import pytest
 import specialresources as srs
 from conftest import Made, unique
-from operator_process import REPO, Operator
-from support import waiting
-
-sys.path.insert(0, str(REPO / "hack" / "lib"))
+from operator_process import Operator
 from simcluster import audit
+from support import waiting
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,6 @@ sro's writes, are printed for the record.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -25,12 +24,10 @@ from datetime import UTC, datetime
 import pytest
 import specialresources as srs
 from conftest import Made, unique
-from operator_process import REPO, Operator
+from operator_process import Operator
+from simcluster import audit
 from support import waiting
 from support.upgrade_watch import Watcher
-
-sys.path.insert(0, str(REPO / "hack" / "lib"))
-from simcluster import audit
 
 pytestmark = pytest.mark.e2e
 

@@ -24,7 +24,6 @@ then boots it runs the driver at once with no further build. Left out: a real bu
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -34,13 +33,11 @@ from typing import Any
 import pytest
 import specialresources as srs
 from conftest import Made, unique
-from operator_process import REPO, Operator
+from operator_process import Operator
+from simcluster import audit
 from support import registry as registry_mod
 from support import waiting
 from test_image_checks import _figures
-
-sys.path.insert(0, str(REPO / "hack" / "lib"))
-from simcluster import audit
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,6 @@ with its answer, never ``ImageMissing``, and nothing of that group is written.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,12 +26,10 @@ from typing import Any
 import pytest
 import specialresources as srs
 from conftest import Made, unique
-from operator_process import REPO, Operator
+from operator_process import Operator
+from simcluster import audit
 from support import registry as registry_mod
 from support import waiting
-
-sys.path.insert(0, str(REPO / "hack" / "lib"))
-from simcluster import audit
 
 pytestmark = pytest.mark.e2e
 

@@ -4,13 +4,9 @@ built here: a dry run stores nothing, so it is never a second apply of an object
 from __future__ import annotations
 
 import datetime
-import sys
-from pathlib import Path
 
 import pytest
 import verdict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit
 
 pytestmark = pytest.mark.unit

@@ -18,19 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import lifecycle
 import processes
 import recorder as recorder_mod
-from support import cluster as cluster_mod
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit
+from support import cluster as cluster_mod
 
 DS_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
 

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import datetime
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import waiting
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit
+from support import waiting
 
 import sro
 from sro import settings

@@ -10,15 +10,11 @@ changes, and ``unlabel_all`` takes exactly those labels off again.
 from __future__ import annotations
 
 import datetime
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit, controlplane, converge_floor, kube, layout
 
 pytestmark = pytest.mark.integration

@@ -7,16 +7,12 @@ extended resource gets a toleration for the same-named taint (ExtendedResourceTo
 from __future__ import annotations
 
 import datetime
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from simcluster import audit, pki
 from support.cluster import Cluster
 from support.waiting import wait_for_sync
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import audit, pki
 
 pytestmark = pytest.mark.integration
 

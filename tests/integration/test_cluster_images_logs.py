@@ -7,18 +7,14 @@ pod's chosen lines, or a default line, through the API server.
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
+from simcluster import pod_logs
 from support.cluster import Cluster
 from support.waiting import wait_for_sync
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
-from simcluster import pod_logs
 
 pytestmark = pytest.mark.integration
 

@@ -10,16 +10,13 @@ status posts nothing; a later transition with the very same Event posts a second
 from __future__ import annotations
 
 import datetime
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import waiting
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit
+from support import waiting
 
 from sro import settings
 from sro.apply import ssa

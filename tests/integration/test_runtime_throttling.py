@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,10 +22,8 @@ from typing import Any
 
 import pytest
 import yaml
-from support import waiting
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit
+from support import waiting
 
 from sro import errors, settings
 from sro.apply import ssa

@@ -9,16 +9,14 @@ the names of the kustomize tree's.
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
+from simcluster import layout
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "hack" / "lib"))
-from simcluster import layout  # noqa: E402
 
 CHART = REPO / "charts" / "sro"
 MANIFESTS = REPO / "manifests"

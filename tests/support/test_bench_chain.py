@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import audit, converge, converge_floor, converge_report, converge_steps, daemons, write_cost
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""A test run stopped by a signal still runs its fixtures' teardown (``support.stopping``).
+"""A test run stopped by a signal still runs its fixtures' teardown (``simcluster.stopping``).
 
 Each case runs a small pytest session in a process of its own whose session fixture
 records its teardown, stops it with a signal once its test is running, and looks for
@@ -14,13 +14,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from simcluster import stopping
 
-from support import stopping
 from support.waiting import wait_for_sync
 
 pytestmark = pytest.mark.unit
 
-TESTS = Path(__file__).resolve().parents[1]
+LIB = Path(__file__).resolve().parents[2] / "hack" / "lib"
 
 CONFTEST = """
 import sys
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, {tests!r})
-from support import stopping
+sys.path.insert(0, {lib!r})
+from simcluster import stopping
 
 HERE = Path(__file__).parent
 
@@ -69,7 +69,7 @@ suite under ``nohup`` ignores SIGHUP, and its children inherit that)."""
 
 
 def _session(tmp_path: Path, *, install: bool, ignore_sigint: bool) -> subprocess.Popen[bytes]:
-    (tmp_path / "conftest.py").write_text(CONFTEST.format(tests=str(TESTS), install=install))
+    (tmp_path / "conftest.py").write_text(CONFTEST.format(lib=str(LIB), install=install))
     (tmp_path / "test_held.py").write_text(textwrap.dedent(TEST))
     # SIGINT ignored as a non-interactive shell's `&` starts a job; else both as by default.
     sigint = "SIG_IGN" if ignore_sigint else "SIG_DFL"

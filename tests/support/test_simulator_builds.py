@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import converge_floor, converge_report, converge_steps, layout, pod_logs
 
 pytestmark = pytest.mark.unit

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import host, inventory
 
 from sro.model import inventory as model_inventory

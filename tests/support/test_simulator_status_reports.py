@@ -5,13 +5,9 @@ from __future__ import annotations
 import datetime
 import itertools
 import random
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack" / "lib"))
 from simcluster import node_status
 
 pytestmark = pytest.mark.unit

@@ -12,16 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+import release
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "hack" / "lib"))
-import release  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,7 @@ from simcluster import (
     layout,
     pod_logs,
     pprof,
+    stopping,
 )
 from sro.render import recipe as recipe_
 
@@ -403,12 +403,9 @@ def _run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     inv = out / "inventory.yaml"
     inv.write_text(yaml.safe_dump(inventory(args.nodes, args.kernels)))
     print(f"bench converge in {run.root}: {args.nodes} GPU nodes, {args.kernels} kernels", flush=True)
-    # Ctrl-C and a plain kill (timeout(1), a CI job cancelled) both unwind through the finally
-    # blocks that stop the operator and take the cluster down. Set both: a background job of
-    # a non-interactive shell starts with SIGINT ignored, and SIGTERM would end the process
-    # on the spot, leaving the operator and the control plane running.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.default_int_handler)
+    # Ctrl-C, a plain kill (timeout(1), a CI job cancelled) and a closed terminal all unwind
+    # through the finally blocks that stop the operator and take the cluster down.
+    stopping.install()
     try:
         hack_cluster(
             run,

@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import functools
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -39,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from simcluster import controlplane, converge, daemons, kube, layout
+from simcluster import controlplane, converge, daemons, kube, layout, stopping
 
 NAMESPACE = "write-cost"
 SETTLE = 3.0  # seconds after the last answer: the watchers' share lands in the window
@@ -226,8 +225,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="sro-writes-"))
     run = layout.RunDir(base / "cluster")
-    for sig in (signal.SIGINT, signal.SIGTERM):  # unwind through the cluster's teardown
-        signal.signal(sig, signal.default_int_handler)
+    stopping.install()  # a stopped run unwinds through the cluster's teardown
     try:
         converge.hack_cluster(run, "up", "--nodes", str(args.nodes))
         figures = asyncio.run(

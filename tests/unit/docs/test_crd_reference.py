@@ -3,14 +3,12 @@ leaves the page behind fails here (and so in CI) until the page is written again
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import crdref
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "hack" / "lib"))
-import crdref  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
