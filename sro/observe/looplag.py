@@ -5,7 +5,10 @@ something holds it (a long synchronous step, or the planner's thread holding the
 through a C call), watch lines pile up in the socket until the API server gives up on
 the watcher and closes it, the Lease may go unrenewed, and ``/healthz`` answers late.
 Each of those shows up elsewhere as its own symptom; this measures the cause: a task
-that sleeps a fixed interval and records how much later than asked it woke.
+that sleeps a fixed interval and records how much later than asked it woke. With a
+``gcpause.Pauses`` installed, each probe also takes the garbage collections of its
+interval: counted by generation, and added up on a stall's log line (``gc_seconds``), so a
+stall that was a collection says so.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import asyncio
 from typing import Protocol
 
 import structlog
+
+from sro.observe import gcpause
 
 log = structlog.get_logger(__name__)
 
@@ -28,8 +33,16 @@ is thousands of watch lines waiting, and a tenth of a Lease's renew deadline."""
 class LagMetrics(Protocol):
     def loop_lag(self, seconds: float) -> None: ...
 
+    def gc_paused(self, *, generation: int, seconds: float) -> None: ...
 
-async def watch(*, metrics: LagMetrics, interval: float = INTERVAL, warn_after: float = WARN_AFTER) -> None:
+
+async def watch(
+    *,
+    metrics: LagMetrics,
+    pauses: gcpause.Pauses | None = None,
+    interval: float = INTERVAL,
+    warn_after: float = WARN_AFTER,
+) -> None:
     """Probe the running loop until cancelled."""
     loop = asyncio.get_running_loop()
     while True:
@@ -37,5 +50,9 @@ async def watch(*, metrics: LagMetrics, interval: float = INTERVAL, warn_after: 
         await asyncio.sleep(interval)
         lag = max(0.0, loop.time() - asked)
         metrics.loop_lag(lag)
+        collected = pauses.take() if pauses is not None else []
+        for pause in collected:
+            metrics.gc_paused(generation=pause.generation, seconds=pause.seconds)
         if lag >= warn_after:
-            log.warning("event loop blocked", seconds=round(lag, 3))
+            held = sum(p.seconds for p in collected)
+            log.warning("event loop blocked", seconds=round(lag, 3), gc_seconds=round(held, 3))

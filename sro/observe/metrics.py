@@ -90,6 +90,13 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=r,
         )
+        self.gc_pause = Histogram(
+            "sro_gc_pause_seconds",
+            "How long each collection of the cyclic garbage collector held the process (sro.observe.gcpause)",
+            ["generation"],
+            buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=r,
+        )
         self.watch_restarts = Counter(
             "sro_watch_restarts", "Watch streams restarted", ["resource", "reason"], registry=r
         )
@@ -313,6 +320,9 @@ class Metrics:
 
     def loop_lag(self, seconds: float) -> None:
         self.event_loop_lag.observe(seconds)
+
+    def gc_paused(self, *, generation: int, seconds: float) -> None:
+        self.gc_pause.labels(generation=str(generation)).observe(seconds)
 
     # -- leader election -------------------------------------------------------------
 

@@ -23,7 +23,8 @@ Logging is set up by the caller, once per process: ``sro.observe.logs.configure(
 every line logged during a reconcile then carries its key. Settings are
 ``sro.settings.Settings`` (frozen; each default explained where it is declared).
 
-Order of ``run``: connect; probe the event loop (``observe.looplag``); serve /healthz and
+Order of ``run``: connect; probe the event loop and time garbage collections
+(``observe.looplag``, ``observe.gcpause``); serve /healthz and
 /readyz, and /metrics (``ServerSettings``);
 start every reflector and wait until all have listed; then, with leader election on, stand
 by (caches stay warm, events keep filling the queue) until the Lease is ours; then start
@@ -49,7 +50,7 @@ from sro.cache import projections
 from sro.cache import store as store_
 from sro.kube import counting, http, lease
 from sro.kube import discovery as discovery_
-from sro.observe import health, looplag
+from sro.observe import gcpause, health, looplag
 from sro.observe import metrics as metrics_
 from sro.queue import ratelimit, workqueue
 from sro.runtime import caches as caches_
@@ -271,7 +272,10 @@ class Manager:
                 self._discovery = discovery_.Discovery(api)
                 self._writer = ssa.Writer(api=api, discovery=self._discovery, fence=self._may_write)
                 await self._discovery.read()  # the version and every served kind, once
-                lag = asyncio.create_task(looplag.watch(metrics=self.metrics), name="sro-loop-lag")
+                pauses = gcpause.Pauses().install()
+                lag = asyncio.create_task(
+                    looplag.watch(metrics=self.metrics, pauses=pauses), name="sro-loop-lag"
+                )
                 try:
                     await self._serve()
                     async with asyncio.TaskGroup() as group:
@@ -280,6 +284,7 @@ class Manager:
                         self.caches.stop_all()
                 finally:
                     lag.cancel()
+                    pauses.remove()
                     self.caches.stop_all()
                     for server in (self.health, self.metrics_server):
                         if server is not None:

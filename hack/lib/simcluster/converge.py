@@ -197,6 +197,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             events_before, wakes_before = operator.watch_events(), operator.watch_wakes()
             reads_before = operator.watch_reads()
             stalls0, restarts0 = operator.stalls(), operator.watch_restarts()
+            collections0 = operator.collections()
             plane0 = daemons.cpu_by_name(run.pids)
             started_wall = time.time()
             states = states_of(RECIPE)
@@ -265,6 +266,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 "watch_reads": {k: v for k, v in sorted(reads_during.items()) if v},
                 # the event loop kept from reading: what makes the API server drop a watcher
                 "loop_stalls": {k: v - stalls0.get(k, 0.0) for k, v in operator.stalls().items()},
+                # whether those stalls were the garbage collector's
+                "collections": {k: v - collections0.get(k, 0.0) for k, v in operator.collections().items()},
                 "watch_restarts": {k: v for k, v in sorted(restarts.items()) if v},
                 **pod_creations(window),
             }

@@ -185,6 +185,15 @@ def table(figures: Mapping[str, Any]) -> str:
                 f" / {stalls['late_seconds']:.1f} s",
             )
         )
+    collections = f["sro"].get("collections")
+    if collections:  # absent from figures of older runs
+        rows.append(
+            (
+                "sro full garbage collections / ≥ 0.25 s / ≥ 1 s; all collections",
+                f"{collections['full']:.0f} / {collections['full_0.25s']:.0f} / {collections['full_1s']:.0f}"
+                f"; {collections['seconds']:.1f} s",
+            )
+        )
     if "watch_restarts" in f["sro"]:
         restarts = f["sro"]["watch_restarts"]
         rows.append(

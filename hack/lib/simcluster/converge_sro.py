@@ -154,6 +154,23 @@ class Operator:
             "late_seconds": sum(v for _, v in self.samples("sro_event_loop_lag_seconds_sum")),
         }
 
+    def collections(self) -> dict[str, float]:
+        """The garbage collector's full collections so far (``sro.observe.gcpause``): how
+        many, how many held the process a quarter second and a second (``stalls``, if
+        they were these), and the seconds every collection of any generation took."""
+
+        def full(name: str) -> list[tuple[dict[str, str], float]]:
+            return [(labels, v) for labels, v in self.samples(name) if labels.get("generation") == "2"]
+
+        count = sum(v for _, v in full("sro_gc_pause_seconds_count"))
+        held = {labels.get("le", ""): v for labels, v in full("sro_gc_pause_seconds_bucket")}
+        return {
+            "full": count,
+            "full_0.25s": count - held.get("0.25", count),
+            "full_1s": count - held.get("1.0", count),
+            "seconds": sum(v for _, v in self.samples("sro_gc_pause_seconds_sum")),
+        }
+
     def watch_restarts(self) -> Counter[str]:
         """Watch streams restarted so far, by ``resource reason`` (closed by the server at its
         timeout, or for a slow reader; an error; inactive; expired)."""
