@@ -7,8 +7,8 @@ the watcher and closes it, the Lease may go unrenewed, and ``/healthz`` answers 
 Each of those shows up elsewhere as its own symptom; this measures the cause: a task
 that sleeps a fixed interval and records how much later than asked it woke. With a
 ``gcpause.Pauses`` installed, each probe also takes the garbage collections of its
-interval: counted by generation, and added up on a stall's log line (``gc_seconds``), so a
-stall that was a collection says so.
+interval: counted by generation, and added up on a stall's log line (``gc_seconds``, and
+``gc_generation``, the oldest generation collected), so a stall that was a collection says so.
 """
 
 from __future__ import annotations
@@ -55,4 +55,7 @@ async def watch(
             metrics.gc_paused(generation=pause.generation, seconds=pause.seconds)
         if lag >= warn_after:
             held = sum(p.seconds for p in collected)
-            log.warning("event loop blocked", seconds=round(lag, 3), gc_seconds=round(held, 3))
+            oldest = max((p.generation for p in collected), default=None)
+            log.warning(
+                "event loop blocked", seconds=round(lag, 3), gc_seconds=round(held, 3), gc_generation=oldest
+            )

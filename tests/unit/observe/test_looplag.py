@@ -85,6 +85,7 @@ async def test_a_collection_during_a_stall_is_counted_and_named_on_its_line() ->
     assert m.value("sro_gc_pause_seconds_sum", {"generation": "2"}) > 0
     stalls = [e for e in logs if e["event"] == "event loop blocked"]
     assert stalls and max(e["gc_seconds"] for e in stalls) > 0
+    assert 2 in [e["gc_generation"] for e in stalls]
 
 
 async def test_a_stall_without_a_collection_says_none() -> None:
@@ -105,4 +106,4 @@ async def test_a_stall_without_a_collection_says_none() -> None:
         finally:
             gc.enable()
     stalls = [e for e in logs if e["event"] == "event loop blocked"]
-    assert stalls and all(e["gc_seconds"] == 0 for e in stalls)
+    assert stalls and all(e["gc_seconds"] == 0 and e["gc_generation"] is None for e in stalls)
