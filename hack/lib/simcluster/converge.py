@@ -267,7 +267,10 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 # the event loop kept from reading: what makes the API server drop a watcher
                 "loop_stalls": {k: v - stalls0.get(k, 0.0) for k, v in operator.stalls().items()},
                 # whether those stalls were the garbage collector's
-                "collections": {k: v - collections0.get(k, 0.0) for k, v in operator.collections().items()},
+                "collections": {
+                    gen: {k: v - collections0.get(gen, {}).get(k, 0.0) for k, v in now.items()}
+                    for gen, now in operator.collections().items()
+                },
                 "watch_restarts": {k: v for k, v in sorted(restarts.items()) if v},
                 **pod_creations(window),
             }

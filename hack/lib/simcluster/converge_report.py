@@ -186,12 +186,15 @@ def table(figures: Mapping[str, Any]) -> str:
             )
         )
     collections = f["sro"].get("collections")
-    if collections:  # absent from figures of older runs
+    if collections and "full" not in collections:  # absent from (or another shape in) older runs
         rows.append(
             (
-                "sro full garbage collections / ≥ 0.25 s / ≥ 1 s; all collections",
-                f"{collections['full']:.0f} / {collections['full_0.25s']:.0f} / {collections['full_1s']:.0f}"
-                f"; {collections['seconds']:.1f} s",
+                "sro garbage collections by generation: count / ≥ 0.25 s / ≥ 1 s / seconds",
+                "; ".join(
+                    f"{gen}: {c['count']:.0f} / {c['late_0.25s']:.0f} / {c['late_1s']:.0f}"
+                    f" / {c['seconds']:.1f} s"
+                    for gen, c in sorted(collections.items())
+                ),
             )
         )
     if "watch_restarts" in f["sro"]:

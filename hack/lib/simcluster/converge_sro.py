@@ -154,21 +154,27 @@ class Operator:
             "late_seconds": sum(v for _, v in self.samples("sro_event_loop_lag_seconds_sum")),
         }
 
-    def collections(self) -> dict[str, float]:
-        """The garbage collector's full collections so far (``sro.observe.gcpause``): how
-        many, how many held the process a quarter second and a second (``stalls``, if
-        they were these), and the seconds every collection of any generation took."""
-
-        def full(name: str) -> list[tuple[dict[str, str], float]]:
-            return [(labels, v) for labels, v in self.samples(name) if labels.get("generation") == "2"]
-
-        count = sum(v for _, v in full("sro_gc_pause_seconds_count"))
-        held = {labels.get("le", ""): v for labels, v in full("sro_gc_pause_seconds_bucket")}
+    def collections(self) -> dict[str, dict[str, float]]:
+        """The garbage collector's collections so far by generation (``sro.observe.gcpause``):
+        how many, how many held the process a quarter second and a second (``stalls``, if
+        they were these), and their seconds."""
+        by: dict[str, dict[str, float]] = {}
+        for labels, v in self.samples("sro_gc_pause_seconds_count"):
+            by.setdefault(labels.get("generation", ""), {})["count"] = v
+        for labels, v in self.samples("sro_gc_pause_seconds_sum"):
+            by.setdefault(labels.get("generation", ""), {})["seconds"] = v
+        for labels, v in self.samples("sro_gc_pause_seconds_bucket"):
+            one = by.setdefault(labels.get("generation", ""), {})
+            if labels.get("le") in ("0.25", "1.0"):
+                one[f"under_{labels['le']}s"] = v
         return {
-            "full": count,
-            "full_0.25s": count - held.get("0.25", count),
-            "full_1s": count - held.get("1.0", count),
-            "seconds": sum(v for _, v in self.samples("sro_gc_pause_seconds_sum")),
+            gen: {
+                "count": one.get("count", 0.0),
+                "late_0.25s": one.get("count", 0.0) - one.get("under_0.25s", 0.0),
+                "late_1s": one.get("count", 0.0) - one.get("under_1.0s", 0.0),
+                "seconds": one.get("seconds", 0.0),
+            }
+            for gen, one in sorted(by.items())
         }
 
     def watch_restarts(self) -> Counter[str]:
