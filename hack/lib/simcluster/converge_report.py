@@ -186,7 +186,7 @@ def table(figures: Mapping[str, Any]) -> str:
             )
         )
     collections = f["sro"].get("collections")
-    if collections and "full" not in collections:  # absent from (or another shape in) older runs
+    if collections:  # absent from figures of older runs
         rows.append(
             (
                 "sro garbage collections by generation: count / ≥ 0.25 s / ≥ 1 s / seconds",
