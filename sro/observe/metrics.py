@@ -14,9 +14,8 @@ fed by the same calls.
 
 from __future__ import annotations
 
-import contextlib
 import platform
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -31,18 +30,13 @@ from prometheus_client import (
 )
 
 import sro
-from sro.observe import children, standard
-from sro.plan import upgrade_records
+from sro.observe import children, sr_series, standard
 
 RESULTS = ("success", "requeue_after", "error", "terminal", "timeout")
 WATCH_RESTART_REASONS = ("closed", "closed_early", "error", "inactive", "expired")
 RELIST_REASONS = ("initial", "expired", "expired_again")
-PHASES = ("Pending", "Progressing", "Complete", "Failed")
-"""The phases of a state on a node (``sro.model.progress.Phase``), each published per state."""
 REGISTRY_OUTCOMES = ("exists", "missing", "unauthorized", "unreachable", "invalid")  # sro.images.answers
 FLAP_OUTCOMES = ("seen", "absorbed", "released")  # sro.plan.node_loss.Decision
-UPGRADE_PHASES = (*upgrade_records.PHASES, "skipped")
-"""Phases of a node in a driver upgrade (``sro.plan.upgrade``), each published per SpecialResource."""
 REGISTRY_CACHE = ("hit", "miss", "joined")  # answered from the cache, asked, or joined a request in flight
 
 
@@ -155,18 +149,6 @@ class Metrics:
         self._cache_objects = children.Children(self.cache_objects)
         self.leader = Gauge("sro_leader", "1 while this process holds the lease", registry=r)
         self.active_workers = Gauge("sro_active_workers", "Reconciles running now", registry=r)
-        self.sr_condition = Gauge(
-            "sro_specialresource_condition",
-            "1 while the SpecialResource's condition of this type is True with this reason, else 0",
-            ["name", "type", "reason"],
-            registry=r,
-        )
-        self.sr_nodes = Gauge(
-            "sro_specialresource_nodes",
-            "Nodes a SpecialResource selects, and on how many every state is complete",
-            ["name", "kind"],
-            registry=r,
-        )
         self.registry_requests = Counter(
             "sro_registry_requests", "Requests to image registries", ["kind", "code"], registry=r
         )
@@ -183,22 +165,7 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
-        self.sr_state_nodes = Gauge(
-            "sro_specialresource_state_nodes",
-            "Selected nodes on which a state of a SpecialResource is in this phase",
-            ["name", "state", "phase"],
-            registry=r,
-        )
-        self.sr_upgrade_nodes = Gauge(
-            "sro_specialresource_upgrade_nodes",
-            "Selected nodes in each phase of a SpecialResource's driver upgrade (status.upgrade.nodes)",
-            ["name", "phase"],
-            registry=r,
-        )
-        # Series published per SpecialResource, so a changed reason, a state gone from the
-        # recipe or a deleted SpecialResource leaves no stale series behind.
-        self._sr_series: dict[str, set[tuple[str, str]]] = {}
-        self._sr_states: dict[str, set[str]] = {}
+        self.specialresources = sr_series.SpecialResourceSeries(r)
         for result in RESULTS:
             self.reconcile_total.labels(result=result)
         for flap in FLAP_OUTCOMES:
@@ -353,49 +320,12 @@ class Metrics:
         status: Mapping[str, Any],
         state_nodes: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        """Publish a SpecialResource's conditions and node counts from its status body, and
-        ``state_nodes`` (state -> phase -> nodes, from the last walk) when given."""
-        conditions: Sequence[Mapping[str, Any]] = status.get("conditions") or ()
-        series = {(str(c.get("type", "")), str(c.get("reason", ""))) for c in conditions}
-        for stale in self._sr_series.get(name, set()) - series:
-            self.sr_condition.remove(name, *stale)
-        for c in conditions:
-            value = 1.0 if c.get("status") == "True" else 0.0
-            self.sr_condition.labels(
-                name=name, type=str(c.get("type", "")), reason=str(c.get("reason", ""))
-            ).set(value)
-        self._sr_series[name] = series
-        nodes: Mapping[str, Any] = status.get("nodes") or {}
-        for kind in ("selected", "complete"):
-            self.sr_nodes.labels(name=name, kind=kind).set(float(nodes.get(kind, 0) or 0))
-        if state_nodes is not None:
-            self._state_nodes(name, state_nodes)
-        upgrade: Mapping[str, Any] = status.get("upgrade") or {}
-        counts: Mapping[str, Any] = upgrade.get("nodes") or {}
-        for phase in UPGRADE_PHASES:
-            self.sr_upgrade_nodes.labels(name=name, phase=phase).set(float(counts.get(phase, 0) or 0))
-
-    def _state_nodes(self, name: str, counts: Mapping[str, Mapping[str, int]]) -> None:
-        for gone in self._sr_states.get(name, set()) - set(counts):
-            for phase in PHASES:
-                self.sr_state_nodes.remove(name, gone, phase)
-        for state, phases in counts.items():
-            for phase in PHASES:
-                self.sr_state_nodes.labels(name=name, state=state, phase=phase).set(phases.get(phase, 0))
-        self._sr_states[name] = set(counts)
+        """Publish a SpecialResource's series from its status (``sr_series``)."""
+        self.specialresources.publish(name=name, status=status, state_nodes=state_nodes)
 
     def specialresource_forgotten(self, *, name: str) -> None:
         """Drop every series of a SpecialResource that no longer exists."""
-        for stale in self._sr_series.pop(name, set()):
-            self.sr_condition.remove(name, *stale)
-        for kind in ("selected", "complete"):
-            with contextlib.suppress(KeyError):
-                self.sr_nodes.remove(name, kind)
-        self._state_nodes(name, {})
-        self._sr_states.pop(name, None)
-        for phase in UPGRADE_PHASES:
-            with contextlib.suppress(KeyError):
-                self.sr_upgrade_nodes.remove(name, phase)
+        self.specialresources.forget(name=name)
 
     # -- reading ----------------------------------------------------------------
 

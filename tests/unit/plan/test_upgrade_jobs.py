@@ -21,7 +21,7 @@ from builders import SR, T0, ds_pod, live, node, seen, states, wanted
 from test_upgrade import DRIVER, LABEL, NOTE, REVISION  # the same driver DaemonSet and node keys
 
 from sro.model import upgrade_policy, views
-from sro.observe import metrics
+from sro.observe import sr_series
 from sro.plan import actions, node_patches, planner, upgrade_jobs, upgrade_records
 
 pytestmark = pytest.mark.unit
@@ -192,4 +192,4 @@ def test_which_listed_pods_are_jobs_still_running(pod: dict[str, Any], runs: boo
 
 
 def test_every_upgrade_phase_has_its_series_in_the_upgrade_gauge() -> None:
-    assert set(upgrade_records.PHASES) <= set(metrics.UPGRADE_PHASES)
+    assert set(upgrade_records.PHASES) <= set(sr_series.UPGRADE_PHASES)
