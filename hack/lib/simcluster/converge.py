@@ -193,11 +193,8 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             await operator.wait_ready()
             if args.profile:
                 operator.profile(out / "operator.spy")
-            before, cpu0, steps0 = operator.requests(), operator.cpu_seconds(), operator.step_seconds()
-            events_before, wakes_before = operator.watch_events(), operator.watch_wakes()
-            reads_before = operator.watch_reads()
-            stalls0, restarts0 = operator.stalls(), operator.watch_restarts()
-            collections0 = operator.collections()
+            first = operator.scrape()
+            cpu0 = operator.cpu_seconds()  # after the read of /metrics, which costs it CPU
             plane0 = daemons.cpu_by_name(run.pids)
             started_wall = time.time()
             states = states_of(RECIPE)
@@ -221,20 +218,17 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
             ready_wall = time.time()
             plane = daemons.cpu_by_name(run.pids, plane0)
             operator.profiled()
-            during = converge_sro.diff(operator.requests(), before)
+            cpu = operator.cpu_seconds() - cpu0
+            last = operator.scrape()
+            during = converge_sro.diff(last.requests(), first.requests())
+            steps0 = first.step_seconds()
             steps = {
                 step: (spent - steps0.get(step, (0.0, 0))[0], passes - steps0.get(step, (0.0, 0))[1])
-                for step, (spent, passes) in operator.step_seconds().items()
+                for step, (spent, passes) in last.step_seconds().items()
             }
-            cpu = operator.cpu_seconds() - cpu0
-            events_during = operator.watch_events()
-            events_during.subtract(events_before)
-            wakes_during = operator.watch_wakes()
-            wakes_during.subtract(wakes_before)
-            reads_during = operator.watch_reads()
-            reads_during.subtract(reads_before)
-            restarts = operator.watch_restarts()
-            restarts.subtract(restarts0)
+            restarts = last.watch_restarts()
+            restarts.subtract(first.watch_restarts())
+            stalls0, collections0 = first.stalls(), first.collections()
             window = [
                 w for w in audit.read(run.audit_log) if started_wall <= w.time.timestamp() <= ready_wall
             ]
@@ -261,15 +255,13 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 "chain": chain.figures(),
                 "steps": {step: {"seconds": s, "passes": n} for step, (s, n) in steps.items()},
                 # what the operator read while converging: its CPU is mostly theirs
-                "watch_events": {k: v for k, v in sorted(events_during.items()) if v},
-                "watch_wakes": {k: v for k, v in sorted(wakes_during.items()) if v},
-                "watch_reads": {k: v for k, v in sorted(reads_during.items()) if v},
+                **last.streams_since(first),
                 # the event loop kept from reading: what makes the API server drop a watcher
-                "loop_stalls": {k: v - stalls0.get(k, 0.0) for k, v in operator.stalls().items()},
+                "loop_stalls": {k: v - stalls0.get(k, 0.0) for k, v in last.stalls().items()},
                 # whether those stalls were the garbage collector's
                 "collections": {
                     gen: {k: v - collections0.get(gen, {}).get(k, 0.0) for k, v in now.items()}
-                    for gen, now in operator.collections().items()
+                    for gen, now in last.collections().items()
                 },
                 "watch_restarts": {k: v for k, v in sorted(restarts.items()) if v},
                 **pod_creations(window),

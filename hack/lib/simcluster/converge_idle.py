@@ -80,37 +80,25 @@ async def window(
     within: float,
 ) -> dict[str, Any]:
     """The idle figures: ``seconds`` of idle (more with a heartbeat gap, see above)."""
-    requests0, cpu0, passes0, events0, wakes0, reads0 = (
-        operator.requests(),
-        operator.cpu_seconds(),
-        operator.passes(),
-        operator.watch_events(),
-        operator.watch_wakes(),
-        operator.watch_reads(),
-    )
+    first = operator.scrape()
+    cpu0 = operator.cpu_seconds()  # after the read of /metrics, which costs it CPU
     started, t0 = time.monotonic(), time.time()
     gap = await blink(run, client, seconds=blink_seconds, within=within) if blink_seconds > 0 else None
     await asyncio.sleep(max(0.0, seconds - (time.monotonic() - started)))  # the window is the measurement
     elapsed = time.monotonic() - started
-    requests = converge_sro.diff(operator.requests(), requests0)
-    events = operator.watch_events()
-    events.subtract(events0)
-    wakes = operator.watch_wakes()
-    wakes.subtract(wakes0)
-    reads = operator.watch_reads()
-    reads.subtract(reads0)
+    cpu = operator.cpu_seconds() - cpu0  # before the read of /metrics
+    last = operator.scrape()
+    requests = converge_sro.diff(last.requests(), first.requests())
     writes = [w for w in audit.read(run.audit_log) if w.by_sro and w.time.timestamp() >= t0]
     figures: dict[str, Any] = {
         "seconds": elapsed,
         "requests_non_watch": converge_sro.non_watch(requests),
         "writes": len(writes),
         "writes_by": audit.tally(writes),
-        "cpu_seconds": operator.cpu_seconds() - cpu0,
+        "cpu_seconds": cpu,
         # what woke the operator: passes it ran, and the watch events it read
-        "passes": operator.passes() - passes0,
-        "watch_events": {k: v for k, v in sorted(events.items()) if v},
-        "watch_wakes": {k: v for k, v in sorted(wakes.items()) if v},
-        "watch_reads": {k: v for k, v in sorted(reads.items()) if v},
+        "passes": last.passes() - first.passes(),
+        **last.streams_since(first),
     }
     if gap is not None:
         figures["blink"] = gap

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -23,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simcluster import audit, converge_steps, daemons, kube, memory_top, nodes
+from simcluster import audit, converge_steps, daemons, kube, memory_top, nodes, scrape
 
 JSON = dict[str, Any]
 SR_PATH = "/apis/sro.dev/v1alpha1/specialresources"
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def _free_port() -> int:
@@ -97,103 +95,10 @@ class Operator:
         except OSError:
             return None
 
-    def requests(self) -> Counter[tuple[str, str]]:
-        """Requests sent so far, by (verb, resource), from the operator's own counter."""
-        counts: Counter[tuple[str, str]] = Counter()
-        for labels, value in self.samples("sro_api_requests_total"):
-            counts[(labels.get("verb", ""), labels.get("resource", ""))] += int(value)
-        return counts
-
-    def step_seconds(self) -> dict[str, tuple[float, int]]:
-        """Seconds and passes so far by reconcile step (read, render, plan, execute, finish)."""
-        passes = {labels["step"]: int(v) for labels, v in self.samples("sro_reconcile_step_seconds_count")}
-        return {
-            labels["step"]: (seconds, passes.get(labels["step"], 0))
-            for labels, seconds in self.samples("sro_reconcile_step_seconds_sum")
-        }
-
-    def watch_events(self) -> Counter[str]:
-        """Watch events received so far, by resource (the operator's own counter)."""
-        return self._by_stream("sro_watch_events_total")
-
-    def watch_reads(self) -> Counter[str]:
-        """Reads of each watch connection so far, by resource (events per read: what each
-        wake-up of a stream carried)."""
-        return self._by_stream("sro_watch_reads_total")
-
-    def watch_wakes(self) -> Counter[str]:
-        """Work-queue adds watch events made so far, by resource: what ran the passes."""
-        return self._by_stream("sro_watch_wakes_total")
-
-    def _by_stream(self, name: str) -> Counter[str]:
-        counts: Counter[str] = Counter()
-        for labels, value in self.samples(name):
-            counts[labels.get("resource", "")] += int(value)
-        return counts
-
-    def samples(self, name: str) -> list[tuple[dict[str, str], float]]:
-        """Every sample of the series ``name`` on the operator's /metrics, with its labels."""
-        text = self._get("/metrics") or ""
-        pattern = re.compile(rf"^{re.escape(name)}(?:\{{(?P<labels>[^}}]*)\}})?\s+(?P<value>\S+)$")
-        return [
-            (dict(_LABEL.findall(m["labels"] or "")), float(m["value"]))
-            for m in map(pattern.match, text.splitlines())
-            if m
-        ]
-
-    def stalls(self) -> dict[str, float]:
-        """The event loop's probes so far (``sro.observe.looplag``): how many, and how many
-        woke late by a quarter second and by a second, the length of stall that costs a
-        watch at a converging fleet's event rate."""
-        late = {labels.get("le", ""): v for labels, v in self.samples("sro_event_loop_lag_seconds_bucket")}
-        probes = sum(v for _, v in self.samples("sro_event_loop_lag_seconds_count"))
-        return {
-            "probes": probes,
-            "late_0.25s": probes - late.get("0.25", probes),
-            "late_1s": probes - late.get("1.0", probes),
-            "late_seconds": sum(v for _, v in self.samples("sro_event_loop_lag_seconds_sum")),
-        }
-
-    def collections(self) -> dict[str, dict[str, float]]:
-        """The garbage collector's collections so far by generation (``sro.observe.gcpause``):
-        how many, how many held the process a quarter second and a second (``stalls``, if
-        they were these), and their seconds."""
-        by: dict[str, dict[str, float]] = {}
-        for labels, v in self.samples("sro_gc_pause_seconds_count"):
-            by.setdefault(labels.get("generation", ""), {})["count"] = v
-        for labels, v in self.samples("sro_gc_pause_seconds_sum"):
-            by.setdefault(labels.get("generation", ""), {})["seconds"] = v
-        for labels, v in self.samples("sro_gc_pause_seconds_bucket"):
-            one = by.setdefault(labels.get("generation", ""), {})
-            if labels.get("le") in ("0.25", "1.0"):
-                one[f"under_{labels['le']}s"] = v
-        return {
-            gen: {
-                "count": one.get("count", 0.0),
-                "late_0.25s": one.get("count", 0.0) - one.get("under_0.25s", 0.0),
-                "late_1s": one.get("count", 0.0) - one.get("under_1.0s", 0.0),
-                "seconds": one.get("seconds", 0.0),
-            }
-            for gen, one in sorted(by.items())
-        }
-
-    def watch_restarts(self) -> Counter[str]:
-        """Watch streams restarted so far, by ``resource reason`` (closed by the server at its
-        timeout, or for a slow reader; an error; inactive; expired)."""
-        counts: Counter[str] = Counter()
-        for labels, value in self.samples("sro_watch_restarts_total"):
-            if value:
-                counts[f"{labels.get('resource', '')} {labels.get('reason', '')}"] += int(value)
-        return counts
-
-    def busy(self) -> bool:
-        """Whether a key waits in the queue or a worker is in a pass (its own gauges)."""
-        held = [v for name in ("sro_workqueue_depth", "sro_active_workers") for _, v in self.samples(name)]
-        return len(held) < 2 or any(v > 0 for v in held)
-
-    def passes(self) -> int:
-        """Reconcile passes so far (those that got as far as reading the caches)."""
-        return self.step_seconds().get("read", (0.0, 0))[1]
+    def scrape(self) -> scrape.Scrape:
+        """One read of the operator's /metrics: every figure of a measurement point comes
+        from it (``scrape``); read ``cpu_seconds`` first, as each read costs the operator CPU."""
+        return scrape.Scrape(self._get("/metrics") or "")
 
     def cpu_seconds(self) -> float:
         assert self.proc is not None
@@ -262,7 +167,8 @@ async def restart(operator: Operator, *, audit_log: Path, within: float, quiet: 
     calm_since: float | None = None
     while True:
         now = time.monotonic()
-        if operator.passes() > 0 and not operator.busy():
+        seen = operator.scrape()
+        if seen.passes() > 0 and not seen.busy():
             calm_since = now if calm_since is None else calm_since
             if now - calm_since >= quiet:
                 break
@@ -271,12 +177,14 @@ async def restart(operator: Operator, *, audit_log: Path, within: float, quiet: 
         if now - started > within:
             raise TimeoutError(f"the restarted operator still had work after {within:g}s")
         await asyncio.sleep(0.2)
-    requests = operator.requests()  # a new process: its counters start at zero
+    cpu = operator.cpu_seconds()
+    last = operator.scrape()
+    requests = last.requests()  # a new process: its counters start at zero
     writes = [w for w in audit.read(audit_log) if w.by_sro and w.time.timestamp() >= started_wall]
     return {
         "seconds_to_idle": calm_since - started,
-        "passes": operator.passes(),
-        "cpu_seconds": operator.cpu_seconds(),
+        "passes": last.passes(),
+        "cpu_seconds": cpu,
         "requests_non_watch": non_watch(requests),
         "requests_by": {f"{v} {r}": n for (v, r), n in sorted(requests.items()) if v != "watch" and n},
         "writes": len(writes),
