@@ -39,7 +39,7 @@ class Memory:
     reads: pod_logs.Reads = field(default_factory=lambda: pod_logs.Reads(wake=_no_pass))  # filling ``logs``
     log_reads: dict[str, datetime] = field(default_factory=dict)  # when each pod's tails were last asked for
     transient: finish.Transient | None = None
-    summary: tuple[object, ...] = ()  # what peers saw of it last time (Engine._note_summary)
+    summary: tuple[object, ...] = ()  # what peers saw of it last time (engine.peers.Peers.note)
     sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
     rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
     held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since

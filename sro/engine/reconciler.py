@@ -40,6 +40,7 @@ from sro.engine import (
 )
 from sro.engine import memory as memory_
 from sro.engine import namespace as namespace_
+from sro.engine import peers as peers_
 from sro.hooks import pipeline
 from sro.model import desired, progress, recipe_policy, views
 from sro.model import specialresource as sr_model
@@ -98,6 +99,7 @@ class Engine:
         self._library = library
         self._settings = settings
         self._enqueue = enqueue
+        self._peers = peers_.Peers(reader=reader, library=library, enqueue=enqueue)
         self._flaps = flaps
         self._clock = clock
         self._status = status_writes.StatusWriter(writer, clock=clock)
@@ -123,7 +125,7 @@ class Engine:
                 gone.close()
             self._report.forget(key)
             self.state_nodes.pop(key, None)
-            self._wake_peers(key, reason="deleted")
+            self._peers.wake(key, reason="deleted")
             return None
         now = self._clock()
         previous = self._report.previous(key, body)
@@ -199,8 +201,8 @@ class Engine:
             return await refuse(exc.reason, str(exc))
         all_nodes = self._reader.nodes()
         nodes_at = self._reader.cursors()[0]  # what the walk will have read of the node cache
-        summaries = await self._peers(sr, recipe, all_nodes)
-        self._note_summary(sr.name, summaries[0], memory)
+        summaries = await self._peers.summaries(sr, recipe, all_nodes)
+        self._peers.note(sr.name, summaries[0], memory)
         peers = inputs.peers(sr.name, summaries)
         loss = node_loss.for_sr(sr, all_nodes, memory.held, recipe_selector=recipe.node_selector, now=now)
         memory.held, nodes = loss.memory, loss.nodes
@@ -328,35 +330,6 @@ class Engine:
         if self._images is not None and planned.recheck:
             self._images.forget(image for image, _ in planned.recheck)
         return frozenset(uid for uid in (*done, *(uid for _, uid in planned.recheck)) if uid in jobs)
-
-    async def _peers(
-        self, sr: sr_model.SpecialResource, recipe: recipe_.Recipe, nodes: Sequence[views.NodeView]
-    ) -> list[inputs.PeerSummary]:
-        """This SpecialResource first, then every other parseable one, summarised for
-        dependency and conflict checks (their recipes loaded off the loop)."""
-        others: list[tuple[sr_model.SpecialResource, Callable[[], recipe_.Recipe]]] = []
-        for other_body in self._reader.special_resources():
-            try:
-                other = sr_model.parse(other_body)
-            except errors.RecipeError:
-                continue
-            if other.name != sr.name:
-                others.append((other, self._library.loader(other.spec.recipe)))
-        return await compute.summarise_peers(sr, recipe, others, nodes)
-
-    def _note_summary(self, name: str, me: inputs.PeerSummary, memory: memory_.Memory) -> None:
-        """When what others see of this SpecialResource changes, they must look again."""
-        seen_by_peers = (me.recipe, me.created, me.dependencies, me.nodes, me.managed)
-        if seen_by_peers != memory.summary:
-            memory.summary = seen_by_peers
-            self._wake_peers(name, reason="selection changed")
-
-    def _wake_peers(self, name: str, *, reason: str) -> None:
-        for other_body in self._reader.special_resources():
-            other_name = str((other_body.get("metadata") or {}).get("name", ""))
-            if other_name and other_name != name:
-                self._enqueue(other_name)
-        log.debug("peers woken", sr=name, reason=reason)
 
     async def _render(
         self,
