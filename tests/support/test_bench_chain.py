@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simcluster import audit, converge, converge_floor, converge_report, converge_steps, daemons, write_cost
+from simcluster import (
+    audit,
+    converge,
+    converge_floor,
+    converge_pods,
+    converge_report,
+    converge_steps,
+    daemons,
+    write_cost,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -18,7 +27,7 @@ def test_the_chain_is_the_longest_after_path_of_fastest_pods() -> None:
     after = {"a": (), "b": ("a",), "c": ("b",), "d": ("a",), "e": ("c", "d")}
     fastest = {"a": 1.0, "b": 2.0, "c": 0.5, "d": 4.0, "e": 0.25}
     # a, d, e = 5.25 beats a, b, c, e = 3.75
-    assert converge_floor.chain_seconds(fastest, after) == pytest.approx(5.25)
+    assert converge_pods.chain_seconds(fastest, after) == pytest.approx(5.25)
 
 
 def test_each_step_of_the_longest_chain_is_one_node_write_and_complete_joins_the_last() -> None:
@@ -45,20 +54,20 @@ def test_a_special_resource_with_taints_needs_one_node_write_more_than_its_label
 
 
 def test_states_without_pods_add_nothing() -> None:
-    assert converge_floor.chain_seconds({"b": 2.0}, {"a": (), "b": ("a",), "c": ("b",)}) == pytest.approx(2.0)
-    assert converge_floor.chain_seconds({}, {}) == 0.0
+    assert converge_pods.chain_seconds({"b": 2.0}, {"a": (), "b": ("a",), "c": ("b",)}) == pytest.approx(2.0)
+    assert converge_pods.chain_seconds({}, {}) == 0.0
 
 
 def test_a_cycle_is_refused() -> None:
     with pytest.raises(ValueError, match="cycle"):
-        converge_floor.chain_seconds({"a": 1.0}, {"a": ("b",), "b": ("a",)})
+        converge_pods.chain_seconds({"a": 1.0}, {"a": ("b",), "b": ("a",)})
 
 
 def test_each_states_fastest_pod_counts_from_when_it_was_first_seen() -> None:
-    times = converge_floor.PodTimes()
+    times = converge_pods.PodTimes()
 
     def pod(uid: str, state: str) -> dict[str, object]:
-        return {"metadata": {"uid": uid, "labels": {converge_floor.STATE_LABEL: state}}}
+        return {"metadata": {"uid": uid, "labels": {converge_pods.STATE_LABEL: state}}}
 
     times.saw(pod("1", "s"), done=False)
     times.saw(pod("2", "s"), done=False)
@@ -113,11 +122,11 @@ def test_pods_made_again_after_a_deletion_are_told_from_repeated_applies() -> No
 
 def test_a_run_to_completion_pod_is_done_when_it_succeeded_not_while_it_runs_ready() -> None:
     ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-    assert converge_floor.pod_done({"spec": {"restartPolicy": "Always"}, "status": ready})
-    assert converge_floor.pod_done({"spec": {}, "status": ready})  # Always is the default
-    for policy in converge_floor.RUN_TO_COMPLETION:
-        assert not converge_floor.pod_done({"spec": {"restartPolicy": policy}, "status": ready})
-        assert converge_floor.pod_done({"spec": {"restartPolicy": policy}, "status": {"phase": "Succeeded"}})
+    assert converge_pods.pod_done({"spec": {"restartPolicy": "Always"}, "status": ready})
+    assert converge_pods.pod_done({"spec": {}, "status": ready})  # Always is the default
+    for policy in converge_pods.RUN_TO_COMPLETION:
+        assert not converge_pods.pod_done({"spec": {"restartPolicy": policy}, "status": ready})
+        assert converge_pods.pod_done({"spec": {"restartPolicy": policy}, "status": {"phase": "Succeeded"}})
 
 
 def _pod(uid: str, *, phase: str = "Running", ready: bool = True, policy: str = "Always") -> dict[str, Any]:
@@ -129,7 +138,7 @@ def _pod(uid: str, *, phase: str = "Running", ready: bool = True, policy: str = 
 
 
 def test_a_succeeded_pod_stays_done_after_the_pod_gc_deletes_it_even_across_a_relist() -> None:
-    tally = converge_floor.Tally()
+    tally = converge_pods.Tally()
     tally.listed([_pod("ds"), _pod("v", policy="Never")])
     assert tally.count == 1, "a validation running Ready is not done"
     assert tally.event("MODIFIED", _pod("v", phase="Succeeded", ready=False, policy="Never")) == (False, True)
@@ -140,7 +149,7 @@ def test_a_succeeded_pod_stays_done_after_the_pod_gc_deletes_it_even_across_a_re
 
 
 def test_a_ready_pod_counts_only_while_it_exists_and_is_ready() -> None:
-    tally = converge_floor.Tally()
+    tally = converge_pods.Tally()
     tally.listed([_pod("a"), _pod("b")])
     assert tally.event("MODIFIED", _pod("a", ready=False)) == (True, False)
     assert tally.event("DELETED", _pod("b")) == (True, False)
@@ -294,7 +303,7 @@ def _state_pod(state: str, node: str, *, done: bool, run_to_completion: bool = F
     if run_to_completion:
         status = {"phase": "Succeeded" if done else "Running"}
     return {
-        "metadata": {"labels": {converge_floor.STATE_LABEL: state}},
+        "metadata": {"labels": {converge_pods.STATE_LABEL: state}},
         "spec": {"nodeName": node, "restartPolicy": "Never" if run_to_completion else "Always"},
         "status": status,
     }

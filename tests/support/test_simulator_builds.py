@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simcluster import converge_floor, converge_report, converge_steps, layout, pod_logs
+from simcluster import converge_pods, converge_report, converge_steps, layout, pod_logs
 
 pytestmark = pytest.mark.unit
 
@@ -32,7 +32,7 @@ def _driver(
             "namespace": "ops",
             "uid": uid,
             "annotations": annotations,
-            "labels": {converge_floor.STATE_LABEL: "state-driver"},
+            "labels": {converge_pods.STATE_LABEL: "state-driver"},
         },
         "spec": {"nodeName": "n1", "containers": [{"name": "d", "image": "nvcr.io/nvidia/driver:550-5.14"}]},
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]},
@@ -150,7 +150,7 @@ def test_a_deleted_pods_build_is_cancelled(tmp_path: Path) -> None:
 
 
 def test_the_floor_counts_a_ready_driver_done_only_once_its_build_has_ended() -> None:
-    tally = converge_floor.Tally()
+    tally = converge_pods.Tally()
     now = 1_000.0
     tally.listed([_driver("a", built_at=now + 5), _driver("b")], wall=now)
     assert tally.count == 1, "b builds nothing: done when Ready; a builds for 5 s more"

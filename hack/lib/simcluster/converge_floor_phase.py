@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simcluster import converge_floor, daemons, kube, layout, pprof
+from simcluster import converge_floor, converge_pods, daemons, kube, layout, pprof
 
 
 def apiserver_profile(
@@ -62,7 +62,7 @@ async def floor(
     alone = (
         await _posted(client, run, converge_floor.one_node(objects, node=node), [first], within=within)
     ).times
-    chain = converge_floor.chain_seconds(alone.fastest, after)
+    chain = converge_pods.chain_seconds(alone.fastest, after)
     plain = await _posted(
         client,
         run,
@@ -120,7 +120,7 @@ class Posted:
     control-plane process spent until the last pod was done, and the node label patches
     sent besides (with when the last was answered, in seconds from the start)."""
 
-    times: converge_floor.PodTimes
+    times: converge_pods.PodTimes
     posts: int
     expected: int
     cpu: dict[str, float]
@@ -150,7 +150,7 @@ async def _posted(
         started = time.monotonic()
         cpu0 = daemons.cpu_by_name(run.pids)
         waiter = asyncio.create_task(
-            converge_floor.wait_pods(
+            converge_pods.wait_pods(
                 client, namespace=namespace, expected=expected, started=started, within=within
             )
         )

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from simcluster import converge_floor, converge_report
+from simcluster import converge_pods, converge_report
 
 Key = tuple[str, str]  # (node, state)
 
@@ -60,15 +60,15 @@ class Steps:
         if kind == "DELETED":
             return
         node = str((pod.get("spec") or {}).get("nodeName") or "")
-        state = str(((pod.get("metadata") or {}).get("labels") or {}).get(converge_floor.STATE_LABEL) or "")
+        state = str(((pod.get("metadata") or {}).get("labels") or {}).get(converge_pods.STATE_LABEL) or "")
         if not node or state not in self.after:
             return
         now = self.clock()
         self.seen.setdefault((node, state), now)
-        if converge_floor.pod_done(pod):
+        if converge_pods.pod_done(pod):
             # A driver is done when its build ends and its ready line appears, not when it
             # turns Ready (``pod_logs``): the time it builds is the chain's, not sro's.
-            self.done.setdefault((node, state), now + converge_floor.build_left(pod, wall=self.wall()))
+            self.done.setdefault((node, state), now + converge_pods.build_left(pod, wall=self.wall()))
 
     def on_label(self, node: str, state: str) -> None:
         self.labelled.setdefault((node, state), self.clock())
