@@ -40,16 +40,17 @@ import yaml
 from simcluster import (
     audit,
     controlplane,
+    converge_args,
     converge_floor,
     converge_floor_phase,
     converge_idle,
+    converge_output,
     converge_report,
     converge_sro,
     converge_steps,
     daemons,
     kube,
     layout,
-    pod_logs,
     pprof,
     stopping,
 )
@@ -314,80 +315,13 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="hack/bench converge", description=__doc__.split("\n\n")[0])
-    p.add_argument("--nodes", type=int, default=100)
-    p.add_argument("--kernels", type=int, default=4)
-    p.add_argument("--idle", type=float, default=60, help="seconds of idle measured after Ready")
-    p.add_argument(
-        "--blink",
-        type=float,
-        default=0,
-        metavar="SECONDS",
-        help="pause the simulated kubelets (kwok and devsim) this long at the start of the idle window: "
-        "past the node controller's 200 s grace period every node goes NotReady and back "
-        "(converge_idle)",
-    )
-    p.add_argument("--kernel-changes", type=int, default=10)
-    p.add_argument(
-        "--no-restart",
-        dest="restart",
-        action="store_false",
-        help="skip restarting the operator after Ready (and counting what the new process writes)",
-    )
-    p.add_argument("--timeout", type=float, default=1800)
-    p.add_argument("--out", type=Path, default=REPO / ".run" / "bench-converge")
-    p.add_argument("--profile", action="store_true", help="sample the operator with py-spy while converging")
-    p.add_argument(
-        "--profile-memory",
-        action="store_true",
-        help="run the operator under memray (aggregated: what is live at its peak) and print the "
-        "allocation sites that held the most at its peak (operator.memray; it slows the operator)",
-    )
-    p.add_argument(
-        "--profile-control-plane",
-        action="store_true",
-        help="take kube-apiserver's CPU profile over the floor and over sro's convergence "
-        "(floor-apiserver.pprof, sro-apiserver.pprof; read with go tool pprof) and print their tops",
-    )
-    p.add_argument(
-        "--labelled-floor",
-        action="store_true",
-        help="run the floor a second time with each node's label per state (and complete) "
-        "patched besides, in the fewest patches the order of states allows (one per step of "
-        "the longest chain): what the contract's node writes cost on their own",
-    )
-    p.add_argument("--keep", action="store_true", help="leave the cluster running")
-    p.add_argument(
-        "--runs",
-        type=int,
-        default=1,
-        help="run it all this many times, each on a new cluster, and print the median ratio: the "
-        "simulator's random pulls move one run's ratio by a fifth either way",
-    )
-    p.add_argument(
-        "--pod-gc-threshold",
-        type=int,
-        default=0,
-        help="finished pods before the pod garbage collector deletes the oldest (default 12,500): "
-        "lower, it collects validation pods while sro converges, as on a cluster full of finished Jobs",
-    )
-    pod_logs.add_build_seconds(
-        p,
-        help="how long each driver builds after it starts before it prints its ready line (hack/cluster "
-        "up --build-seconds; default 1-4): the floor counts a driver done at its build's end, as sro must",
-    )
-    p.add_argument(
-        "--skip-floor",
-        action="store_true",
-        help="measure sro alone (no ratio): for sizes whose floor takes long",
-    )
-    args = p.parse_args(argv)
+    args = converge_args.parser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     out = args.out.resolve()
     if args.runs <= 1:
         return 1 if "not_ready" in _run(args, out) else 0
     runs = [_run(args, out / f"run-{i}") for i in range(1, args.runs + 1)]
     summary = converge_report.runs_summary(runs)
-    converge_report.write_json(summary, out / "converge-runs.json")
+    converge_output.write_json(summary, out / "converge-runs.json")
     print(f"\n{args.runs} runs, {args.nodes} GPU nodes ({out / 'converge-runs.json'}):")
     print(converge_report.runs_table(summary))
     return 1 if any("not_ready" in r for r in runs) else 0
@@ -423,7 +357,7 @@ def _run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         if not args.keep:
             hack_cluster(run, "down")
             shutil.rmtree(base, ignore_errors=True)
-    print(converge_report.written(figures, out, profile=args.profile))
+    print(converge_output.written(figures, out, profile=args.profile))
     for phase in ("floor", "sro") if args.profile_control_plane else ():
         profile = out / f"{phase}-apiserver.pprof"
         if profile.exists():
