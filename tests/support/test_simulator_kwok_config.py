@@ -1,4 +1,4 @@
-"""The kwok configuration ``hack/cluster up`` writes (hack/lib/simcluster/controlplane.py)."""
+"""The kwok configuration ``hack/cluster up`` writes (hack/lib/simcluster/kwok_config.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from simcluster import controlplane, layout
+from simcluster import kwok_config, layout
 
 pytestmark = pytest.mark.unit
 
@@ -14,7 +14,7 @@ KWOK_DEFAULT = 4  # kwok v0.8.0's podPlayStageParallelism, nodePlayStageParallel
 
 
 def test_kwok_moves_many_pods_nodes_and_leases_at_once_and_serves_logs(tmp_path: Path) -> None:
-    docs = list(yaml.safe_load_all(controlplane.write_kwok_config(layout.RunDir(tmp_path)).read_text()))
+    docs = list(yaml.safe_load_all(kwok_config.write(layout.RunDir(tmp_path)).read_text()))
     configurations = [d for d in docs if d["kind"] == "KwokConfiguration"]
     assert len(configurations) == 1
     assert configurations[0]["apiVersion"] == "config.kwok.x-k8s.io/v1alpha1"

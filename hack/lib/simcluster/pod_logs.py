@@ -3,7 +3,7 @@
 kwok serves a pod's log from a file that a ``Logs`` object names (devsim writes both,
 ``serve``). A test may choose the lines (the pod annotation ``sim.sro.dev/logs``); an image
 in ``IMAGE_LOGS`` prints what its real container prints; every other container prints the
-default log (``controlplane.default_log_lines``).
+default log (``kwok_config.default_log_lines``).
 
 A real driver container is Running and Ready long before it has built and loaded its
 modules: the NVIDIA driver prints ``Done, now waiting for signal`` minutes after it starts,
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simcluster import controlplane, inventory, layout
+from simcluster import controlplane, inventory, kwok_config, layout
 
 SIM = inventory.SIM
 LOGS = f"{SIM}/logs"
@@ -54,10 +54,10 @@ class KnownLog:
     ready: str
 
     def lines(self, *, built: bool) -> list[str]:
-        building = controlplane.build_output(48 * 1024)
+        building = kwok_config.build_output(48 * 1024)
         if not built:
             return building
-        return [*building, self.ready, *controlplane.build_output(4 * 1024, prefix="nvidia-persistenced:")]
+        return [*building, self.ready, *kwok_config.build_output(4 * 1024, prefix="nvidia-persistenced:")]
 
 
 def known_log(pod: Mapping[str, Any]) -> KnownLog | None:
@@ -133,7 +133,7 @@ def write(path: Path, lines: list[str]) -> None:
     """The lines as a CRI log file, replaced whole so kwok never serves half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(controlplane.cri_line(line) for line in lines))
+    partial.write_text("".join(kwok_config.cri_line(line) for line in lines))
     os.replace(partial, path)
 
 
