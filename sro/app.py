@@ -227,7 +227,7 @@ class _NodeKeys:
         nodes = [n for n in (old, new) if n is not None]
         for sr in self._specialresources():
             prefix = f"{sr.name}.{sr_model.GROUP}/"
-            if any(k.startswith(prefix) for n in nodes for k in n.labels):
+            if any(n.labels_of(prefix) for n in nodes):
                 keys.add(handlers.QueueKey(sr.name))  # it has marks to keep right or take off
                 continue
             default = self._recipe_selector(sr.spec.recipe) if sr.spec.node_selector is None else None

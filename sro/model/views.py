@@ -83,6 +83,10 @@ READINESS_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.i
 reporting, and takes off when it reports Ready again."""
 
 
+SR_LABEL_DOMAIN = ".sro.dev/"
+"""What the key of every node label a SpecialResource sets holds: ``<name>.sro.dev/<state>``."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NodeView:
     """What reconciles need of a Node; heartbeats change none of it."""
@@ -97,6 +101,20 @@ class NodeView:
     os_image: str = ""  # status.nodeInfo.osImage
     architecture: str = ""  # status.nodeInfo.architecture
     resource_version: str = ""
+    marked: tuple[str, ...] = field(init=False, compare=False, repr=False)
+    """The keys of ``labels`` a SpecialResource may have set (``SR_LABEL_DOMAIN``), found
+    once per view: a real node has about a hundred labels and a handful of sro's, and
+    which of them are one SpecialResource's is asked on every node event that changes
+    something and for every changed node in every pass."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "marked", tuple([k for k in self.labels if SR_LABEL_DOMAIN in k]))
+
+    def labels_of(self, prefix: str) -> list[str]:
+        """The keys of ``labels`` that start with ``prefix``; a SpecialResource's prefix
+        (``<name>.sro.dev/``) is looked up among ``marked`` alone."""
+        keys = self.marked if prefix.endswith(SR_LABEL_DOMAIN) else self.labels
+        return [k for k in keys if k.startswith(prefix)]
 
     @property
     def kernel(self) -> str:

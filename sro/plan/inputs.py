@@ -83,8 +83,7 @@ def departed(
     return tuple(
         n
         for n in nodes
-        if n.name not in selected
-        and (any(k.startswith(prefix) for k in n.labels) or any(m in n.annotations for m in marks))
+        if n.name not in selected and (bool(n.labels_of(prefix)) or any(m in n.annotations for m in marks))
     )
 
 
@@ -97,7 +96,7 @@ def carrying(
     return tuple(
         n
         for n in nodes
-        if any(k.startswith(prefix) for k in n.labels)
+        if n.labels_of(prefix)
         or any(m in n.annotations for m in marks)
         or any((t.key, t.effect) in mine for t in n.taints)
     )

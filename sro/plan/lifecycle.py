@@ -73,7 +73,7 @@ def kind_rank(kind: str) -> int:
 
 
 def label_prefix(sr_name: str) -> str:
-    return f"{sr_name}.sro.dev/"
+    return f"{sr_name}{views.SR_LABEL_DOMAIN}"
 
 
 def kernel_annotation(sr_name: str) -> str:
@@ -210,7 +210,7 @@ def _node_change(
     want = {keys[s]: READY_VALUE for s in walked.complete_states(name)}
     if len(want) == len(keys):
         want[done] = COMPLETE_VALUE
-    mine = [k for k in node.labels if k.startswith(prefix) and k != upgrading]
+    mine = [k for k in node.labels_of(prefix) if k != upgrading]
     labels = _diff(node.labels, want, owned=mine)
     group = wanted.kernel_groups.get(name)
     # The kernel group the labels were earned on: written with the first label (a node
@@ -261,7 +261,7 @@ def strip_nodes(sr_name: str, nodes: Iterable[views.NodeView]) -> tuple[node_pat
     prefix, marks = label_prefix(sr_name), node_marks(sr_name)
     changes = []
     for node in nodes:
-        labels = {k: None for k in node.labels if k.startswith(prefix)}
+        labels = {k: None for k in node.labels_of(prefix)}
         # The taint record goes too, also when it is unreadable (then ``taint_patch`` finds
         # no taint of sro's to take off, and the record would stay for ever).
         annotations = {a: None for a in marks if a in node.annotations}
