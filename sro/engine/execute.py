@@ -28,12 +28,16 @@ import functools
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
+import structlog
+
 from sro.cache import projections
 from sro.engine import drains, node_writes, pod_logs, ports, upgrade_jobs, writes
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import actions, lifecycle, outcomes
 from sro.plan import observed as observed_
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +120,10 @@ async def execute(
         )
         if opening:
             await follow(opening, written.labels)
-        return functools.reduce(writes.merged, reports), written
+        merged = functools.reduce(writes.merged, reports)
+        if merged.applied:  # one line a pass, not one per node whose pods followed its labels
+            log.info("objects applied", sr=sr.name, count=merged.applied)
+        return merged, written
 
     reads.start(writer, planned.logs_needed, logs, limit=limit)  # first: a read waits on a kubelet
     try:

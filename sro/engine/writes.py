@@ -179,8 +179,6 @@ async def apply_objects(
     await waves.in_waves(
         bodies, wave=lambda b: (lifecycle.kind_rank(b[0].kind), b[0].state), run=apply, limit=limit
     )
-    if applied:
-        log.info("objects applied", sr=sr.name, count=applied)
     return WriteReport(applied=applied, failures=_in_order(failures), blocked_states=frozenset(blocked))
 
 
