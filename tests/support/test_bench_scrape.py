@@ -42,6 +42,8 @@ def test_requests_steps_and_streams_are_read_from_one_exposition() -> None:
         "watch_reads": {"nodes": 1},
     }
     assert s.streams_since(before) == {"watch_events": {"pods": 1}, "watch_wakes": {}, "watch_reads": {}}
+    assert s.restarts_since(before) == {}
+    assert s.restarts_since(scrape.Scrape("")) == {"pods closed_early": 1}
     assert s.watch_restarts() == {"pods closed_early": 1}
 
 

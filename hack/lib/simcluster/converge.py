@@ -227,8 +227,6 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                 step: (spent - steps0.get(step, (0.0, 0))[0], passes - steps0.get(step, (0.0, 0))[1])
                 for step, (spent, passes) in last.step_seconds().items()
             }
-            restarts = last.watch_restarts()
-            restarts.subtract(first.watch_restarts())
             stalls0, collections0 = first.stalls(), first.collections()
             window = [
                 w for w in audit.read(run.audit_log) if started_wall <= w.time.timestamp() <= ready_wall
@@ -264,7 +262,7 @@ async def measure(args: argparse.Namespace, run: layout.RunDir, out: Path) -> di
                     gen: {k: v - collections0.get(gen, {}).get(k, 0.0) for k, v in now.items()}
                     for gen, now in last.collections().items()
                 },
-                "watch_restarts": {k: v for k, v in sorted(restarts.items()) if v},
+                "watch_restarts": last.restarts_since(first),
                 **pod_creations(window),
             }
             if "not_ready" in figures:

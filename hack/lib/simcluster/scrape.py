@@ -68,10 +68,12 @@ class Scrape:
             ("watch_wakes", "sro_watch_wakes_total"),
             ("watch_reads", "sro_watch_reads_total"),
         ):
-            counts = self._by_stream(name)
-            counts.subtract(earlier._by_stream(name))
-            figures[figure] = {k: v for k, v in sorted(counts.items()) if v}
+            figures[figure] = _grown(self._by_stream(name), earlier._by_stream(name))
         return figures
+
+    def restarts_since(self, earlier: Scrape) -> dict[str, int]:
+        """Watch streams restarted between ``earlier`` and this read, by ``resource reason``."""
+        return _grown(self.watch_restarts(), earlier.watch_restarts())
 
     def watch_restarts(self) -> Counter[str]:
         """Watch streams restarted so far, by ``resource reason`` (closed by the server at its
@@ -123,3 +125,10 @@ class Scrape:
         operator that did not answer counts as busy."""
         held = [v for name in ("sro_workqueue_depth", "sro_active_workers") for _, v in self.samples(name)]
         return len(held) < 2 or any(v > 0 for v in held)
+
+
+def _grown(now: Counter[str], before: Counter[str]) -> dict[str, int]:
+    """How much each count grew from ``before`` to ``now``, those that did, in key order."""
+    now = Counter(now)
+    now.subtract(before)
+    return {k: v for k, v in sorted(now.items()) if v}
