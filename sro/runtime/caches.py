@@ -214,18 +214,8 @@ class Caches:
             journal_index=indexes.journal_for(spec.api_version, spec.kind),
             project_again=projections.again_for_kind(spec.api_version, spec.kind),
         )
-        # The Node watch reads in batches while its events queue nothing: a settled
-        # fleet's heartbeats (sro.watch.calm).
         stream = reflector_.stream_name(resource.plural, spec.namespace)
-        calm = (
-            calm_.Calm(
-                rest=self._settings.calm_rest,
-                quiet_for=self._settings.calm_after,
-                on_rest=functools.partial(self._metrics.watch_rested, resource=stream),
-            )
-            if spec.role is Role.NODES
-            else None
-        )
+        calm = self._calm(spec, stream)
         reflector: reflector_.Reflector[Any] = reflector_.Reflector(
             api=api,
             resource=resource,
@@ -240,6 +230,25 @@ class Caches:
         )
         self._reflectors[spec.key] = reflector
         self._tasks.append(self._group.create_task(reflector.run(), name=f"sro-reflector-{reflector.name}"))
+
+    def _calm(self, spec: WatchSpec, stream: str) -> calm_.Calm | None:
+        """How the streams that grow with the fleet read in batches (``sro.watch.calm``):
+        the Node watch rests while its events queue nothing (a settled fleet's
+        heartbeats) and, briefly, while they do; the Pod watch briefly while its events
+        queue work (a converging fleet's pods). Other streams read every event at once."""
+        watch = self._settings
+        if spec.role is Role.NODES:
+            rest = watch.calm_rest
+        elif spec.api_version == "v1" and spec.kind == "Pod":
+            rest = 0.0
+        else:
+            return None
+        return calm_.Calm(
+            rest=rest,
+            busy_rest=watch.busy_rest,
+            quiet_for=watch.calm_after,
+            on_rest=functools.partial(self._metrics.watch_rested, resource=stream),
+        )
 
     def _counted(self, stream: str, *, calm: calm_.Calm | None) -> handlers.Enqueue:
         """The enqueue of ``stream``'s handler: each add counted by stream (``sro_watch_wakes``),

@@ -7,8 +7,9 @@ way a slow reconcile would be: the count then does not depend on how fast this
 shared machine happens to be (free-running figures come from ``hack/bench runtime``).
 Node heartbeats (status condition timestamps) enqueue nothing and write
 nothing, while a label change on the same nodes does reconcile. A calm Node watch reads
-a trickle of such events in batches, loses none, and reads at once again after a change
-that queued work. Counts are printed.
+a trickle of such events in batches, loses none, and stops resting that long after a
+change that queued work; a busy one (its events queueing work) reads what comes within
+its short rest together, and loses none either. Counts are printed.
 """
 
 from __future__ import annotations
@@ -271,7 +272,8 @@ async def test_a_calm_node_watch_reads_in_batches_and_reads_at_once_after_a_chan
             assert calm_rests <= calm_reads, "a rest without a read"
             assert (events() - events0) / calm_reads >= 2, "a read after a rest carries what came meanwhile"
 
-            # A change that queues work ends the calm: the next events are read at once.
+            # A change that queues work ends the calm: the next events are read without a
+            # calm rest (at most a busy one, uncounted).
             passes0 = reconcile.passes
             cluster.kubectl("label", "node", pool.nodes[0], "bench.sro.dev/x=1")
             await waiting.wait_for(
@@ -283,6 +285,55 @@ async def test_a_calm_node_watch_reads_in_batches_and_reads_at_once_after_a_chan
                 lambda: events() - events1 >= 6, timeout=30, message="beats after the change"
             )
             assert rests() == rests1, "a watch whose events just queued work rested"
+    finally:
+        m.stop()
+        assert await asyncio.wait_for(running, 60) == 0
+
+
+async def test_a_busy_node_watch_reads_what_comes_within_its_rest_together(
+    cluster: Any, node_pool: Callable[..., Any]
+) -> None:
+    pool = node_pool(count=3)
+    # Never calm (no calm rest at all), a busy rest of 0.3 s: every label change queues work.
+    watch = settings.WatchSettings(calm_rest=0.0, busy_rest=0.3, calm_after=3600.0)
+    m = manager_for(cluster, pool.name, {"sr"}, watch=watch)
+    reconcile = Counting(cost=0.0)
+    m.reconcile_with(reconcile)
+    running = asyncio.create_task(m.run())
+
+    def value(name: str) -> float:
+        return m.metrics.value(name, {"resource": "nodes"})
+
+    try:
+        await settle(m)
+        async with await http.Api.connect(settings.ApiSettings(kubeconfig=str(cluster.kubeconfig))) as api:
+            events0, reads0, passes0 = (
+                value("sro_watch_events_total"),
+                value("sro_watch_reads_total"),
+                reconcile.passes,
+            )
+            last = ""
+            for i in range(60):  # one after another, each answered before the next is sent
+                answer = await api.request(
+                    "PATCH",
+                    f"/api/v1/nodes/{pool.nodes[i % len(pool.nodes)]}",
+                    body={"metadata": {"labels": {"bench.sro.dev/busy": str(i)}}},
+                    content_type=http.MERGE_PATCH,
+                )
+                last = answer["metadata"]["resourceVersion"]
+            await waiting.wait_for(
+                lambda: value("sro_watch_events_total") - events0 >= 60,
+                timeout=60,
+                message="every change read",
+            )
+            assert any(n.resource_version == last for n in m.nodes.values()), "the last change is cached"
+            await waiting.wait_for(
+                lambda: reconcile.passes > passes0, timeout=30, message="the changes reconcile"
+            )
+            events, reads = value("sro_watch_events_total") - events0, value("sro_watch_reads_total") - reads0
+            print(f"\nbusy: {events:.0f} node events in {reads:.0f} reads")
+            assert events / reads >= 2, "a read after a busy rest carries what came meanwhile"
+            assert value("sro_watch_rests_total") == 0, "a busy rest counted as a calm one"
     finally:
         m.stop()
         assert await asyncio.wait_for(running, 60) == 0
