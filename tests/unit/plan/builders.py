@@ -1,6 +1,8 @@
 """Small builders of planner inputs, and ``World``: a plain in-memory stand-in for what the
 cluster does between reconciles (schedules DaemonSet pods where the node labels allow,
-runs per-node pods), so a test can step the planner the way the engine will.
+runs per-node pods), so a test can step the planner the way the engine will, and
+``linear_world``: the three-node world (driver, per-node validation, device plugin) that
+the ``test_plan*`` modules step alike.
 
 Only pure planner tests use these; nothing here talks to an API server.
 """
@@ -296,3 +298,28 @@ class World:
             for k, v in self.nodes[name].labels.items()
             if k.startswith(prefix) and v == "ready"
         }
+
+
+# The three-node world most plan tests step: a driver, a per-node validation, a device plugin.
+
+NODES = ("n1", "n2", "n3")
+LINEAR = states("state-driver", "state-validation", "state-device-plugin")
+
+
+def gpu_objects(nodes: tuple[str, ...] = NODES, *, driver: list[desired.DesiredObject] | None = None) -> list:
+    return [
+        *(driver or [ds("driver", "state-driver")]),
+        *node_pods("validate", "state-validation", nodes),
+        ds("plugin", "state-device-plugin"),
+    ]
+
+
+def linear_world(**kw: Any) -> World:
+    return World(desired=wanted(LINEAR, gpu_objects(), NODES), nodes={n: node(n) for n in NODES}, **kw)
+
+
+def _collected(world: World, name: str) -> None:
+    """What the pod garbage collector does to a finished pod."""
+    ref = obj("Pod", name, "s").ref
+    world.pods.pop((ref.namespace, ref.name))
+    world.objects.pop(ref, None)

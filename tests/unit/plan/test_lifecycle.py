@@ -1,7 +1,8 @@
 """Lifecycle decisions alone: label keys and their validity, the node patch, kernel-change
 detection, stale objects, and what counts as left over at teardown.
 
-Whole-plan scenarios (kernel moves, retries, departures) are in ``test_plan``.
+Whole-plan scenarios (kernel moves, retries, departures) are in ``test_plan_departures``
+and ``test_plan_retries``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Covers: a linear recipe walking state by state, parallel states opening together, a new
 node walking in order while the others stay put, zero-object states, ``wait: false``,
 cluster-wide objects gating every node, kernel-affine DaemonSets per group, and the state
-graph's order and errors. What the plan applies and deletes is ``test_plan``'s subject.
+graph's order and errors. What the plan applies and deletes is the subject of ``test_plan``
+and the ``test_plan_*`` modules.
 """
 
 from __future__ import annotations
