@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from builders import SR, T0, ds_pod, live, node, seen, states, wanted
-from test_upgrade import DRIVER, LABEL, NOTE, REVISION  # the same driver DaemonSet and node keys
+from upgrade_builders import DRIVER, LABEL, NOTE, REVISION  # the same driver DaemonSet and node keys
 
 from sro.model import upgrade_policy, views
 from sro.observe import sr_series
