@@ -3,7 +3,7 @@
 Whatever a recipe directory or a SpecialResource holds, each command ends by itself,
 exits 0 (fine) or 1 (something invalid), never prints a traceback, says every problem
 as one ``file:line: message`` line (or one ``sro <command>: ...`` line), and stays within
-a bounded wall time and peak memory (the child's own VmHWM, see ``hostile_recipes.run_sro``).
+a bounded wall time and peak memory (the child's own VmHWM, see ``sro_child.run_sro``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hostile_recipes import INVENTORY, REPO, VALUES_DOCUMENT, Case, Ran, cases, run_sro
+from hostile_recipes import VALUES_DOCUMENT, Case, cases
 from hypothesis import HealthCheck, example, given, settings
+from sro_child import INVENTORY, REPO, Ran, run_sro
 
 from sro.hooks import offline
 from sro.model import crd_limits
