@@ -2,7 +2,7 @@
 
 ``helm template`` (CRDs included) for the default values and for the full values file
 (every value set; ServiceMonitor and PrometheusRule validated against the minimal Prometheus
-operator CRDs that test_manifests.py installs), applied with ``kubectl apply
+operator CRDs that manifests_install.py installs), applied with ``kubectl apply
 --dry-run=server --validate=strict`` in a fresh namespace: every object is admitted, no
 field is unknown, nothing warns. That the chart's objects equal the kustomize tree's is
 test_chart_render.py (unit); that the operator converges from an installed chart is the
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from manifests_install import monitoring_crds  # noqa: F401  (a fixture)
 from support import chart
 from support.cluster import Cluster
-from test_manifests import monitoring_crds  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.integration
 
