@@ -5,7 +5,7 @@ registry; client-go's ``workqueue_*`` and ``rest_client_*`` and controller-runti
 ``controller_runtime_reconcile_*`` and ``leader_election_master_status``, fed by the calls
 the queue, the API client and the controller already make (so ``sro_*`` and these agree);
 the resource a request path names; the per-state node gauge and its stale series. Not
-covered: serving them (tests/integration/test_runtime_api.py).
+covered: serving them (tests/integration/test_runtime_manager.py).
 """
 
 from __future__ import annotations
