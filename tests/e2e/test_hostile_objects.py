@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 import specialresources as srs
-from hostile import GOOD_FILES, Env, hostile_env, short
+from hostile import GOOD_FILES, Env, short
+from hostile_fixture import hostile_env
 from support import waiting
 
 from sro.plan import teardown

@@ -18,8 +18,9 @@ import json
 
 import pytest
 import specialresources as srs
-from hostile import GOOD_CONFIGMAP, GOOD_FILES, Env, hostile_env, short
+from hostile import GOOD_CONFIGMAP, GOOD_FILES, Env, short
 from hostile_cases import Case, Launched, check, fix_all, launch
+from hostile_fixture import hostile_env
 from support import waiting
 
 pytestmark = pytest.mark.e2e

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hostile import Env, hostile_env, short
+from hostile import Env, short
 from hostile_cases import Case, Launched, check, fix_all, launch
+from hostile_fixture import hostile_env
 
 pytestmark = pytest.mark.e2e
 __all__ = ["hostile_env"]
