@@ -234,18 +234,19 @@ class Caches:
     def _calm(self, spec: WatchSpec, stream: str) -> calm_.Calm | None:
         """How the streams that grow with the fleet read in batches (``sro.watch.calm``):
         the Node watch rests while its events queue nothing (a settled fleet's
-        heartbeats) and, briefly, while they do; the Pod watch briefly while its events
-        queue work (a converging fleet's pods). Other streams read every event at once."""
+        heartbeats; while they do, only if ``node_busy_rest`` says so); the Pod watch
+        briefly while its events queue work (a converging fleet's pods). Other streams
+        read every event at once."""
         watch = self._settings
         if spec.role is Role.NODES:
-            rest = watch.calm_rest
+            rest, busy = watch.calm_rest, watch.node_busy_rest
         elif spec.api_version == "v1" and spec.kind == "Pod":
-            rest = 0.0
+            rest, busy = 0.0, watch.busy_rest
         else:
             return None
         return calm_.Calm(
             rest=rest,
-            busy_rest=watch.busy_rest,
+            busy_rest=busy,
             quiet_for=watch.calm_after,
             on_rest=functools.partial(self._metrics.watch_rested, resource=stream),
         )
