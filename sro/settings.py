@@ -58,7 +58,8 @@ class WatchSettings:
     takes what came meanwhile in one: the first node change after a calm waits at most
     this long (0: never rest)."""
     calm_after: float = 10.0
-    """The Node watch is calm once none of its events has queued work for this long."""
+    """The Node watch is calm once none of its events has queued work for this long; the
+    Node and Pod watches are busy (``busy_rest``, ``node_busy_rest``) until then."""
     busy_rest: float = 0.05
     """The Pod watch, while its events queue work (a converging fleet), rests this long
     after each read short of a burst (``sro.watch.calm``), and the next read takes what came

@@ -240,7 +240,7 @@ class Caches:
         watch = self._settings
         if spec.role is Role.NODES:
             rest, busy = watch.calm_rest, watch.node_busy_rest
-        elif spec.api_version == "v1" and spec.kind == "Pod":
+        elif (spec.api_version, spec.kind) == POD_API:
             rest, busy = 0.0, watch.busy_rest
         else:
             return None
