@@ -51,6 +51,7 @@ class Executed:
     jobs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     node_answers: Mapping[str, observed_.NodeAnswer] = field(default_factory=dict)  # Written.answers
     absent: frozenset[desired.ObjectRef] = frozenset()  # deletions answered "already gone"
+    deleted: tuple[lifecycle.Deletion, ...] = ()  # deletions done (``WriteReport.taken``)
 
 
 async def execute(
@@ -149,4 +150,5 @@ async def execute(
         jobs=jobs.result(),
         node_answers=written.answers,
         absent=deleted.absent,
+        deleted=deleted.taken,
     )

@@ -10,13 +10,14 @@ a pass updates its part here, so what outlives a pass is read in one place.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sro.cache import store as store_
 from sro.engine import compute, execute, pod_logs, ports
-from sro.model import desired
+from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import actions, finish, inputs, node_loss, pods_seen, walk_memo
 from sro.plan import observed as observed_
@@ -54,6 +55,11 @@ class Memory:
     pods_cursors: tuple[store_.Cursor, store_.Cursor] | None = None  # the caches ``pods`` read
     gone_cursor: int | None = None  # how far the pods cache's log of succeeded pods gone was read
     deleted: dict[str, None] = field(default_factory=dict)  # uids of pods sro deleted, oldest first
+    deleting: dict[pods_seen.Key, str] = field(default_factory=dict)
+    """Pods sro deleted (the API server took the deletion) that the pod cache does not yet
+    show deleting or gone, by (namespace, name), with their uid: a pass reads them as
+    deleting. A pass right after the one that deleted a finished validation pod (a reset)
+    would otherwise find it succeeded, for the state that just reopened, and record it."""
     proven: frozenset[desired.ObjectRef] = frozenset()  # proofs of pods gone the last plan handed on
     pruned_for: desired.DesiredState | None = None  # the render ``sent`` was last pruned to
 
@@ -67,17 +73,37 @@ class Memory:
         """The operand namespace's pods for this pass: the last pass's read patched with
         the pods the cache changed since, or read afresh when the cache's journal cannot
         say (the first pass, a journal overrun, another store after a restart of it) or
-        the SpecialResource moved to another namespace."""
+        the SpecialResource moved to another namespace; the pods sro deleted shown
+        deleting until the cache shows it (``deleting``)."""
         at = reader.cursors()
         since = reader.changed_since(self.pods_cursors)[1] if self.pods_cursors is not None else None
+        # Read again whether or not the cache changed them: each is shown deleting, or as
+        # the cache has it once the cache caught up.
+        own = tuple(self.deleting)
+        for key in own:
+            pod = reader.pod(*key)
+            if pod is None or pod.uid != self.deleting[key] or pod.deleting:
+                del self.deleting[key]  # the cache shows the deletion now, or a pod made since
         if self.pods is None or since is None or not self.pods.fits(sr):
-            read = pods_seen.read(reader.pods(sr.spec.namespace), sr=sr, owners=owners)
+            shown = (self._shown(p) for p in reader.pods(sr.spec.namespace))
+            read = pods_seen.read(shown, sr=sr, owners=owners)
         else:
+            changed = (*since.keys, *own)
             read = pods_seen.patched(
-                self.pods, sr=sr, owners=owners, changed=since.keys, find=lambda key: reader.pod(*key)
+                self.pods,
+                sr=sr,
+                owners=owners,
+                changed=changed,
+                find=lambda key: None if (pod := reader.pod(*key)) is None else self._shown(pod),
             )
         self.pods, self.pods_cursors = read, at
         return read
+
+    def _shown(self, pod: views.PodView) -> views.PodView:
+        """``pod`` as the pass reads it: deleting, if sro's deletion of it is not cached yet."""
+        if not self.deleting or self.deleting.get((pod.namespace, pod.name)) != pod.uid:
+            return pod
+        return dataclasses.replace(pod, deleting=True)
 
     def finished(
         self, reader: ports.Reader, sr: sr_model.SpecialResource, *, live: Container[tuple[str, str]]
@@ -100,9 +126,12 @@ class Memory:
         nodes, pods = reader.changed_since(self.walk_cursors)
         if nodes is None or pods is None:
             return None
-        return walk_memo.Touched(
-            nodes=frozenset(name for _, name in nodes.keys), pods=pods.keys, pod_nodes=pods.values
-        )
+        changed, on = pods.keys, pods.values
+        if self.deleting:  # shown deleting by this memory, not by the cache (``deleting``)
+            changed = changed | frozenset(self.deleting)
+            record = self.pods.pods if self.pods is not None else {}
+            on = on | frozenset(p.node for key in self.deleting if (p := record.get(key)) is not None)
+        return walk_memo.Touched(nodes=frozenset(name for _, name in nodes.keys), pods=changed, pod_nodes=on)
 
     def observed(self, seen: observed_.Observed) -> None:
         """After observing: keep the log tails, and when they were read, of pods that still exist."""
@@ -135,6 +164,9 @@ class Memory:
         """After the writes: what drains and jobs left, what node patches returned (for
         selected nodes), and the bodies sent of objects still desired."""
         self.drained = executed.drained
+        self.deleting.update(
+            ((d.ref.namespace, d.ref.name), d.uid) for d in executed.deleted if d.ref.kind == "Pod" and d.uid
+        )
         selected = set(wanted.nodes)
         self.node_answers = {
             n: w for n, w in {**self.node_answers, **executed.node_answers}.items() if n in selected

@@ -41,6 +41,7 @@ class WriteReport:
     applied: int = 0
     deleted: int = 0
     absent: frozenset[desired.ObjectRef] = frozenset()  # deletions answered "already gone"
+    taken: tuple[lifecycle.Deletion, ...] = ()  # deletions done: accepted, or answered "already gone"
     failures: tuple[outcomes.Failure, ...] = ()
     blocked_states: frozenset[str] = frozenset()
 
@@ -222,6 +223,7 @@ async def delete_objects(
     failure is reported and the rest go on."""
     deleted = 0
     absent: list[desired.ObjectRef] = []
+    taken: list[lifecycle.Deletion] = []
     failures: list[outcomes.Failure] = []
 
     async def delete(deletion: lifecycle.Deletion) -> None:
@@ -229,6 +231,7 @@ async def delete_objects(
         try:
             if await writer.delete(deletion.ref, uid=deletion.uid):
                 deleted += 1
+                taken.append(deletion)
                 log.info("object deleted", sr=sr_name, ref=str(deletion.ref), reason=deletion.reason)
                 return
         except errors.NotFound:
@@ -237,9 +240,12 @@ async def delete_objects(
             failures.append(outcomes.Failure(state="", ref=deletion.ref, error=exc))
             return
         absent.append(deletion.ref)
+        taken.append(deletion)
 
     await waves.in_waves(deletions, wave=lambda d: lifecycle.kind_rank(d.ref.kind), run=delete, limit=limit)
-    return WriteReport(deleted=deleted, absent=frozenset(absent), failures=_in_order(failures))
+    return WriteReport(
+        deleted=deleted, absent=frozenset(absent), taken=tuple(taken), failures=_in_order(failures)
+    )
 
 
 def _in_order(failures: Sequence[outcomes.Failure]) -> tuple[outcomes.Failure, ...]:

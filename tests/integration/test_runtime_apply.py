@@ -1,5 +1,7 @@
 """Writes through a running manager: drift is put back, an unchanged desired state sends nothing.
 
+Deletions report which were done: taken, or answered "already gone", never one refused.
+
 A manager watches ConfigMaps in the test's namespace as primaries and owns Secrets
 (label ``sro.dev/owner``); its reconcile applies one Secret per ConfigMap with
 ``apply.diff.needs_apply`` before ``apply``. Write counts come from the manager's own metrics.
@@ -16,6 +18,9 @@ from support import waiting
 
 from sro import settings
 from sro.apply import diff
+from sro.engine import writes as writes_
+from sro.model import desired
+from sro.plan import lifecycle
 from sro.runtime import result
 from sro.runtime.manager import Manager
 
@@ -125,6 +130,44 @@ async def test_drift_is_restored_and_an_unchanged_state_sends_no_write(cluster: 
         cluster.kubectl("patch", "configmap", "gpu", "-n", namespace, "-p", '{"data":{"v":"two"}}')
         await waiting.wait_for(lambda: secret_value() == "two", timeout=30, message="desired change applied")
         print(f"\nsecret writes: {writes(m, 'secrets'):.0f} over {len(passes)} reconciles")
+    finally:
+        m.stop()
+        assert await asyncio.wait_for(running, 30) == 0
+
+
+async def test_deletions_taken_or_already_gone_are_reported_done_and_a_refused_one_is_not(
+    cluster: Any, namespace: str
+) -> None:
+    """The engine shows the pods it deleted as deleting until its cache does
+    (``engine.memory``): only from deletions the API server took or found done."""
+    m = Manager(run_settings(cluster))
+
+    async def nothing(_: str) -> result.Result:
+        return result.DONE
+
+    m.reconcile_with(nothing)
+    running = asyncio.create_task(m.run())
+    try:
+        await waiting.wait_for(lambda: m.role == "leader", timeout=30, message="manager working")
+        for name in ("taken", "refused"):
+            cluster.kubectl("create", "configmap", name, "-n", namespace)
+
+        def deletion(name: str, uid: str) -> lifecycle.Deletion:
+            ref = desired.ObjectRef(api_version="v1", kind="ConfigMap", namespace=namespace, name=name)
+            return lifecycle.Deletion(ref=ref, uid=uid)
+
+        uid = cluster.kubectl_json("get", "configmap", "taken", "-n", namespace)["metadata"]["uid"]
+        wanted = (
+            deletion("taken", uid),
+            deletion("never-made", "0000"),
+            deletion("refused", "not-its-uid"),  # the uid precondition fails: 409
+        )
+        report = await writes_.delete_objects(m.writer, wanted, sr_name="t")
+        assert set(report.taken) == set(wanted[:2])  # concurrent: in the order they were answered
+        assert [f.ref.name for f in report.failures if f.ref is not None] == ["refused"]
+        assert {r.name for r in report.absent} == {"never-made"} and report.deleted == 1
+        left = cluster.kubectl_json("get", "configmaps", "-n", namespace)["items"]
+        assert "refused" in {c["metadata"]["name"] for c in left}
     finally:
         m.stop()
         assert await asyncio.wait_for(running, 30) == 0

@@ -6,7 +6,8 @@ projection; the reader is the engine's port over them. Covers: any sequence of p
 changes, owner changes and passes gives what a fresh read gives, and the ``Observed`` made
 of it finds each of its pods by name and holds its bare pods as objects; an unchanged bare pod
 keeps its owned object (the walk compares by identity); a journal the pass fell behind
-(a new store after a restart of it) is read afresh.
+(a new store after a restart of it) is read afresh; a pod sro deleted reads as deleting
+until the cache shows the deletion, and the walk hears of it on its node.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sro.cache import indexes, projections, store
+from sro.engine import execute
 from sro.engine import memory as memory_
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import inputs, pods_seen
+from sro.plan import inputs, lifecycle, pods_seen, walk_memo
 
 pytestmark = pytest.mark.unit
 
@@ -133,14 +135,45 @@ upsert = st.tuples(
 )
 delete = st.tuples(st.just("delete"), st.sampled_from(["p0", "p1", "p2", "p3", "p4", "p5"]), st.just(NS))
 relist = st.tuples(st.just("relist"), st.sampled_from(["p0", "p1", "p2"]))  # one pod missing from it
-step = st.one_of(upsert, delete, relist, st.tuples(st.just("pass"), st.frozensets(st.sampled_from(OWNERS))))
+names = st.sampled_from(["p0", "p1", "p2", "p3", "p4", "p5"])
+sro_deletes = st.tuples(st.just("sro deletes"), names)  # its deletion taken, not cached yet
+terminating = st.tuples(st.just("terminating"), names)  # the cache shows a deletion
+step = st.one_of(
+    upsert,
+    delete,
+    relist,
+    sro_deletes,
+    terminating,
+    st.tuples(st.just("pass"), st.frozensets(st.sampled_from(OWNERS))),
+)
+
+
+def deleted_by_sro(memory: memory_.Memory, pod: dict[str, Any]) -> None:
+    """What the engine tells the memory after a pass whose deletion of ``pod`` was taken."""
+    meta = pod["metadata"]
+    ref = desired.ObjectRef(api_version="v1", kind="Pod", namespace=meta["namespace"], name=meta["name"])
+    memory.executed(
+        execute.Executed(failures=(), deleted=(lifecycle.Deletion(ref=ref, uid=meta["uid"]),)), wanted=NOTHING
+    )
+
+
+def shown(
+    reader: Reader, sr: sr_model.SpecialResource, owners: frozenset[str], ours: dict[str, None]
+) -> pods_seen.PodsSeen:
+    """A fresh read, with every pod whose uid sro deleted shown deleting."""
+    pods = (
+        dataclasses.replace(p, deleting=True) if p.uid in ours else p for p in reader.pods(sr.spec.namespace)
+    )
+    return pods_seen.read(pods, sr=sr, owners=owners)
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(step, max_size=40))
 def test_passes_read_what_a_fresh_read_of_the_cache_gives(steps: list[tuple[Any, ...]]) -> None:
+    """... with the pods sro deleted shown deleting, whatever the cache shows of them since."""
     reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
     bodies: dict[tuple[str, str], dict[str, Any]] = {}  # what the API server holds
+    ours: dict[str, None] = {}  # uids of the pods sro deleted
     for op, *args in steps:
         if op == "upsert":
             name, ns, kind, owner, phase, labelled, node = args
@@ -155,10 +188,23 @@ def test_passes_read_what_a_fresh_read_of_the_cache_gives(steps: list[tuple[Any,
         elif op == "relist":  # the watch expired; the pod was deleted meanwhile
             bodies.pop((NS, args[0]), None)
             reader.store.replace(list(bodies.values()), resource_version=str(next(_versions)))
+        elif op == "sro deletes":
+            if (pod := bodies.get((NS, args[0]))) is not None:
+                deleted_by_sro(memory, pod)
+                ours[pod["metadata"]["uid"]] = None
+        elif op == "terminating":
+            if (pod := bodies.get((NS, args[0]))) is not None:
+                meta = {
+                    **pod["metadata"],
+                    "deletionTimestamp": "2026-01-01T00:00:00Z",
+                    "resourceVersion": str(next(_versions)),
+                }
+                bodies[(NS, args[0])] = {**pod, "metadata": meta}
+                reader.store.upsert(bodies[(NS, args[0])])
         else:
             (owners,) = args
             read = memory.pods_seen(reader, sr, owners=owners)
-            assert_same(read, fresh(reader, sr, owners))
+            assert_same(read, shown(reader, sr, owners, ours))
             seen = inputs.observe(
                 sr, wanted=NOTHING, nodes=(), owned=(), pods=read, previous={}, recipe_source="built-in"
             )
@@ -264,3 +310,31 @@ def test_a_pod_scheduled_between_passes_is_read_on_its_node_only_and_the_last_re
         sr, wanted=NOTHING, nodes=(), owned=(), pods=second, previous={}, recipe_source="built-in"
     )
     assert [p.name for p in seen.pods_by_node["n1"]] == ["a", "b"] and "" not in seen.pods_by_node
+
+
+def test_a_pod_sro_deleted_reads_deleting_until_the_cache_shows_it_and_its_node_is_walked_again() -> None:
+    """The pass after the one that deleted a succeeded per-node pod (a kernel change reset
+    its node) must not read it succeeded while the pod cache lags: its state just reopened,
+    and the pod would count as run for it. A pod made again under the name is its own."""
+    reader, sr, memory = Reader(new_store()), special_resource(), memory_.Memory()
+    done = body("check-n1", ns=NS, kind="SpecialResource", owner=SR_UID, phase="Succeeded", labelled=True)
+    reader.store.upsert(done)
+    first = memory.pods_seen(reader, sr, owners=frozenset())
+    assert not first.pods[(NS, "check-n1")].deleting
+    # The first pass's walk, remembered with where the caches stood when it read them.
+    memory.walked, memory.walk_cursors = walk_memo.Memo(key=("first",)), reader.cursors()
+    deleted_by_sro(memory, done)
+
+    second = memory.pods_seen(reader, sr, owners=frozenset())
+    pod = second.pods[(NS, "check-n1")]
+    assert (pod.deleting, pod.phase, pod.uid) == (True, "Succeeded", done["metadata"]["uid"])
+    assert second.bare[next(iter(second.bare))].deleting
+    touched = memory.touched(reader)
+    assert touched is not None and (NS, "check-n1") in touched.pods and "n1" in touched.pod_nodes
+
+    again = body("check-n1", ns=NS, kind="SpecialResource", owner=SR_UID, phase="Pending", labelled=True)
+    reader.store.upsert(again)  # deleted meanwhile and made again: a new uid
+    third = memory.pods_seen(reader, sr, owners=frozenset())
+    assert not third.pods[(NS, "check-n1")].deleting
+    assert_same(third, fresh(reader, sr, frozenset()))
+    assert memory.deleting == {}
