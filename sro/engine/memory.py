@@ -11,13 +11,13 @@ a pass updates its part here, so what outlives a pass is read in one place.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sro.cache import store as store_
 from sro.engine import compute, execute, pod_logs, ports
-from sro.model import desired, views
+from sro.model import bodies, desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import actions, finish, inputs, node_loss, pods_seen, walk_memo
 from sro.plan import observed as observed_
@@ -66,6 +66,21 @@ class Memory:
     def close(self) -> None:
         """The SpecialResource is gone or no longer reconciled: stop its reads in flight."""
         self.reads.close()
+
+    def answers(self, nodes: Iterable[views.NodeView]) -> Mapping[str, observed_.NodeAnswer]:
+        """``Observed.node_answers``: what sro's patches of ``nodes`` (the selected ones)
+        returned, where the node cache does not show it yet; the rest is forgotten (the
+        cache shows it, or something later), so a settled fleet keeps none."""
+        if not self.node_answers:
+            return self.node_answers
+        ahead = {}
+        for node in nodes:
+            written = self.node_answers.get(node.name)
+            if written is not None and bodies.version_number(node.resource_version) < written.version:
+                ahead[node.name] = written
+        if len(ahead) != len(self.node_answers):
+            self.node_answers = ahead
+        return self.node_answers
 
     def pods_seen(
         self, reader: ports.Reader, sr: sr_model.SpecialResource, *, owners: frozenset[str]
@@ -168,9 +183,18 @@ class Memory:
             ((d.ref.namespace, d.ref.name), d.uid) for d in executed.deleted if d.ref.kind == "Pod" and d.uid
         )
         selected = set(wanted.nodes)
-        self.node_answers = {
-            n: w for n, w in {**self.node_answers, **executed.node_answers}.items() if n in selected
-        }
+        answers = {n: w for n, w in self.node_answers.items() if n in selected}
+        for name, answer in executed.node_answers.items():
+            last = answers.get(name)
+            if name not in selected:
+                continue
+            if answer.unschedulable is None and last is not None and last.unschedulable is not None:
+                # This patch left spec.unschedulable as sro's last patch, one the cache did
+                # not show yet at this pass's start, set it (``answers``).
+                answers[name] = dataclasses.replace(answer, unschedulable=last.unschedulable)
+            else:
+                answers[name] = answer
+        self.node_answers = answers
         self.jobs = executed.jobs
         if wanted is not self.pruned_for:  # a render reused wants every object it wanted
             kept = {o.ref for o in wanted.objects}

@@ -62,7 +62,7 @@ async def carry_out(
     failures: list[tuple[str, errors.SroError]] = []
     shown: dict[str, Mapping[str, str]] = {}
     answers: dict[str, observed_.NodeAnswer] = {}
-    own = lifecycle.label_prefix(sr_name)
+    own, kept = lifecycle.label_prefix(sr_name), lifecycle.node_marks(sr_name)
 
     async def send(change: node_patches.NodeChange) -> None:
         await change_node(change)
@@ -91,11 +91,15 @@ async def carry_out(
                 if patch is None:  # what it would do is done
                     shown[change.node] = fresh.labels
                     return
-            labels = (answer.get("metadata") or {}).get("labels")
+            meta = answer.get("metadata") or {}
+            labels, annotations = meta.get("labels"), meta.get("annotations")
             shown[change.node] = labels = labels if isinstance(labels, Mapping) else {}
+            annotations = annotations if isinstance(annotations, Mapping) else {}
             answers[change.node] = observed_.NodeAnswer(
                 version=bodies.version_of(answer),
                 labels={k: v for k, v in labels.items() if k.startswith(own)},
+                annotations={k: annotations.get(k) for k in kept},
+                unschedulable=change.unschedulable,
             )
             log.debug("node patched", sr=sr_name, node=change.node, patch=patch)
         except errors.NotFound:

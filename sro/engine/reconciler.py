@@ -266,7 +266,7 @@ class Engine:
             preflight=expected,
             walk_memo=memory.walked,
             touched=memory.touched(self._reader),
-            node_answers=memory.node_answers,
+            node_answers=memory.answers(nodes),
             finished=memory.finished(self._reader, sr, live=pods.pods),
         )
         memory.observed(seen)

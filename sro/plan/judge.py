@@ -223,7 +223,7 @@ class Judge:
         known = self._matched.get(node)
         if known is None:
             view = self._seen.nodes.get(node)
-            raw = view.annotations.get(self._matched_key, "") if view is not None else ""
+            raw = self._seen.own_annotation(view, self._matched_key) if view is not None else ""
             known = self._matched[node] = frozenset(raw.split())
         return known
 

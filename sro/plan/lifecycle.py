@@ -136,7 +136,8 @@ def kernel_resets(wanted: desired.DesiredState, seen: observed_.Observed) -> fro
     resets = set()
     for name in wanted.nodes:
         node, group = seen.nodes.get(name), wanted.kernel_groups.get(name)
-        recorded = node.annotations.get(key, "") if node else ""
+        # As of sro's own last write: the reset's own patch records the new group.
+        recorded = seen.own_annotation(node, key) if node else ""
         if group is not None and recorded and recorded != group.key:
             resets.add(name)
     return frozenset(resets)
@@ -169,6 +170,8 @@ def node_changes(
     changes: list[node_patches.NodeChange] = []
     for name in wanted.nodes:
         cached = seen.nodes.get(name)
+        if cached is not None:  # as of sro's own last patch: what it just wrote is not sent again
+            cached = seen.own_view(cached, sr_name=sr)
         walked_here = memo.nodes.get(name)
         known = seen.walk_memo.changed(name, key=pass_key, view=cached, walked=walked_here)
         if known is None:

@@ -17,6 +17,7 @@ memory between reconciles (losing them on a restart only restarts a backoff or a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -221,13 +222,24 @@ _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
 _NO_STATUS: Mapping[str, Any] = MappingProxyType({})
 
 
+def _no_annotations() -> Mapping[str, str | None]:
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodeAnswer:
     """What sro's last patch of a node returned: its resourceVersion, and the labels of
-    this SpecialResource it carried (``<sr>.sro.dev/...``; the rest is not kept)."""
+    this SpecialResource it carried (``<sr>.sro.dev/...``; the rest is not kept).
+
+    ``annotations``: each node annotation sro keeps for this SpecialResource
+    (``lifecycle.node_marks``), None where the node had none. ``unschedulable``:
+    ``spec.unschedulable`` as sro's patches of the node last set it (None: they did not),
+    which a patch's answer (its metadata alone) does not show."""
 
     version: int
     labels: Mapping[str, str]
+    annotations: Mapping[str, str | None] = field(default_factory=_no_annotations)
+    unschedulable: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,14 +337,55 @@ class Observed:
     someone else (the pod garbage collector) and not made again (``inputs.finished_pods``):
     each proves its state ran, as the node's ready label would once this pass sets it."""
 
+    def _newer(self, node: views.NodeView) -> NodeAnswer | None:
+        """sro's last patch of ``node``, while the cached node is older than it."""
+        written = self.node_answers.get(node.name)
+        if written is None or bodies.version_number(node.resource_version) >= written.version:
+            return None
+        return written
+
     def own_labels(self, node: views.NodeView) -> Mapping[str, str]:
         """``node``'s labels as of sro's own last write to it at the least: as cached, or,
         while the cache is older than sro's last patch of it, as that patch returned them
         (sro's own labels only: ``NodeAnswer``)."""
-        written = self.node_answers.get(node.name)
-        if written is None or bodies.version_number(node.resource_version) >= written.version:
-            return node.labels
-        return written.labels
+        written = self._newer(node)
+        return node.labels if written is None else written.labels
+
+    def own_annotation(self, node: views.NodeView, key: str) -> str:
+        """One of sro's node annotations (``lifecycle.node_marks``) as of sro's own
+        last write to the node at the least ("" where it has none)."""
+        written = self._newer(node)
+        if written is None or key not in written.annotations:
+            return node.annotations.get(key, "")
+        return written.annotations[key] or ""
+
+    def own_view(self, node: views.NodeView, *, sr_name: str) -> views.NodeView:
+        """``node`` as of sro's own last write to it at the least: as cached, or, while the
+        cache is older than sro's last patch of it, with what that patch returned of
+        SpecialResource ``sr_name``'s labels and annotations, its resourceVersion, and
+        ``spec.unschedulable`` as sro's patches set it. A driver upgrade moves a node one
+        phase per pass from its label and record: a pass that read them from before its
+        own last move would move the node again, from where it was."""
+        written = self._newer(node)
+        if written is None:
+            return node
+        prefix = sr_name + views.SR_LABEL_DOMAIN
+        labels = {k: v for k, v in node.labels.items() if not k.startswith(prefix)}
+        labels.update(written.labels)
+        annotations = dict(node.annotations)
+        for key, value in written.annotations.items():
+            if value is None:
+                annotations.pop(key, None)
+            else:
+                annotations[key] = value
+        unschedulable = node.unschedulable if written.unschedulable is None else written.unschedulable
+        return dataclasses.replace(
+            node,
+            labels=MappingProxyType(labels),
+            annotations=MappingProxyType(annotations),
+            unschedulable=unschedulable,
+            resource_version=str(written.version),
+        )
 
     pods_named: Mapping[tuple[str, str], views.PodView] | None = None
     """``pods`` by (namespace, name), when the reader keeps them so (``pods_seen``): then

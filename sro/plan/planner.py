@@ -157,7 +157,7 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     if early.specs:
         seen_early = preflight.seen_for(observed, observed.preflight)
         made = builds.merge(made, builds.decide(early, seen_early, rechecked=observed.rechecked, now=now))
-    upgrading = upgrade_records.replacing(wanted.sr_name, seen.nodes)
+    upgrading = upgrade_records.replacing(wanted.sr_name, seen)
     walked = walk_.walk(
         wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
     )

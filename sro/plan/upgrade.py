@@ -107,7 +107,11 @@ def plan(
     old = records.outdated(seen)
     target = records.revision(wanted)
     p = upgrade_pass.Pass(sr, target=target, now=now)
-    nodes = {name: seen.nodes.get(name) or views.NodeView(name=name) for name in wanted.nodes}
+    # Each node's phase and record as of sro's own last move of it (``Observed.own_view``).
+    nodes = {
+        name: seen.own_view(seen.nodes.get(name) or views.NodeView(name=name), sr_name=sr)
+        for name in wanted.nodes
+    }
     # The records of the nodes an upgrade concerns: those it labelled, and those running an
     # outdated pod. Any other node has nothing to do, nor a record to read (every pass of a
     # fleet with no rollout: most of them).

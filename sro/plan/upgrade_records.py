@@ -151,10 +151,11 @@ class DrainRequest:
     force: bool = False
 
 
-def replacing(sr_name: str, nodes: Mapping[str, views.NodeView]) -> frozenset[str]:
-    """Nodes whose previous driver pod no longer counts (see ``NEW_POD``)."""
+def replacing(sr_name: str, seen: observed_.Observed) -> frozenset[str]:
+    """Nodes whose previous driver pod no longer counts (see ``NEW_POD``), as of sro's
+    own last move of each."""
     key = label(sr_name)
-    return frozenset(name for name, node in nodes.items() if node.labels.get(key) in NEW_POD)
+    return frozenset(name for name, node in seen.nodes.items() if seen.own_labels(node).get(key) in NEW_POD)
 
 
 def upgraded(seen: observed_.Observed) -> Mapping[str, observed_.LiveObject]:

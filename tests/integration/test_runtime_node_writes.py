@@ -139,7 +139,13 @@ async def test_what_waits_on_a_nodes_labels_runs_once_that_node_shows_them_not_a
                 (node, labels.get(label), (other.get("labels") or {}).get(label) if later else None)
             )
 
-        changes = [node_patches.NodeChange(node=n, labels={label: "ready"}) for n in (*names, "no-such-node")]
+        mark = lifecycle.kernel_annotation(sr)
+        changes = [
+            node_patches.NodeChange(
+                node=n, labels={label: "ready"}, annotations={mark: "g1"} if n == names[0] else {}
+            )
+            for n in (*names, "no-such-node")
+        ]
         try:
             written = await node_writes.carry_out(
                 writer, changes, sr_name=sr, nodes=[*seen.values()], limit=1, then=then
@@ -149,9 +155,17 @@ async def test_what_waits_on_a_nodes_labels_runs_once_that_node_shows_them_not_a
             assert all(value == "ready" for _, value, _ in followed), "each with the labels it shows"
             first = next(f for f in followed if f[0] == names[0])
             assert first[2] is None, "followed up before the next node's patch was sent"
+            # What each answer says of the SpecialResource's own marks: every one, None where
+            # the node has none; a patch that did not cordon or uncordon says nothing of it.
+            answer = written.answers[names[0]]
+            assert answer.annotations == {m: ("g1" if m == mark else None) for m in lifecycle.node_marks(sr)}
+            assert answer.labels == {label: "ready"} and answer.unschedulable is None
+            assert answer.version > int(seen[names[0]].resource_version)
+            assert set(written.answers) == set(names[:2]), "one answer per patch sent"
         finally:
             for n in names:
                 await api.request(
-                    "PATCH", f"/api/v1/nodes/{n}", body={"metadata": {"labels": {label: None}}},
+                    "PATCH", f"/api/v1/nodes/{n}",
+                    body={"metadata": {"labels": {label: None}, "annotations": {mark: None}}},
                     content_type=http.MERGE_PATCH,
                 )  # fmt: skip

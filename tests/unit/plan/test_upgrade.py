@@ -23,7 +23,7 @@ from builders import SR, T0, ds_pod, live, node, seen, states, wanted
 from upgrade_builders import DRIVER, LABEL, NOTE, REVISION, _changes, _record
 
 from sro.model import upgrade_policy, views
-from sro.plan import actions, lifecycle, node_patches, planner, upgrade, upgrade_records
+from sro.plan import actions, lifecycle, node_patches, observed, planner, upgrade, upgrade_records
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -37,6 +37,7 @@ def _world(
     generations: dict[str, int] | None = None,
     drains: dict[str, tuple[str, ...]] | None = None,
     now_after: timedelta = timedelta(0),
+    answers: dict[str, observed.NodeAnswer] | None = None,
 ) -> actions.Plan:
     names = [f"n{i:02d}" for i in range(count)]
     given = nodes or {}
@@ -44,8 +45,15 @@ def _world(
     gens = generations or {}
     pods = [ds_pod(DRIVER, n, generation=gens.get(n, 1)) for n in names]
     cached = live(DRIVER, generation=2, update_strategy="OnDelete")
-    observed = seen(at, objects=[cached], pods=pods, upgrade_policy=policy, drains=drains or {})
-    return planner.plan(wanted(states("state-driver"), [DRIVER], names), observed, now=T0 + now_after)
+    world = seen(
+        at,
+        objects=[cached],
+        pods=pods,
+        upgrade_policy=policy,
+        drains=drains or {},
+        node_answers=answers or {},
+    )
+    return planner.plan(wanted(states("state-driver"), [DRIVER], names), world, now=T0 + now_after)
 
 
 def test_nodes_start_within_max_parallel_and_max_unavailable_counting_every_unavailable_node() -> None:
@@ -100,6 +108,43 @@ def test_in_progress_nodes_use_up_max_parallel() -> None:
     p = _world(6, policy=policy, nodes=busy)
     assert not [c for c in p.node_labels if c.labels.get(LABEL) == upgrade_records.CORDONED]
     assert {d.node for d in p.drains} == {"n00", "n01"}
+
+
+def test_a_node_cached_from_before_sros_last_move_of_it_is_read_as_that_move_left_it() -> None:
+    """A pass may start before the node cache shows sro's last patch of a node: its phase
+    and record are read from what that patch returned, its cordon from the patch itself.
+    Read from the cache, a node sro just moved to draining would be moved there again,
+    with no drain asked for in between, and a drain's answer would be lost."""
+    policy = upgrade_policy.UpgradePolicy(max_unavailable="1", max_parallel=2)
+    draining = {LABEL: upgrade_records.DRAINING}
+    cordoned = node(
+        "n00", {LABEL: upgrade_records.CORDONED}, unschedulable=True, annotations=_record("cordoned"),
+        resource_version="41",
+    )  # fmt: skip
+    moved = observed.NodeAnswer(version=42, labels=draining, annotations=_record("draining"))
+    p = _world(3, policy=policy, nodes={"n00": cordoned}, answers={"n00": moved})
+    assert [d.node for d in p.drains] == ["n00"] and "n00" not in _changes(p)
+    p = _world(3, policy=policy, nodes={"n00": cordoned}, answers={"n00": moved}, drains={"n00": ()})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade_records.REPLACING
+    stale = observed.NodeAnswer(version=40, labels=draining, annotations=_record("draining"))
+    p = _world(3, policy=policy, nodes={"n00": cordoned}, answers={"n00": stale})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade_records.DRAINING  # the cache is newer: as it says
+
+    # Cordoned by sro's last patch, which the cache does not show yet: not cordoned again,
+    # and it counts as unavailable (a second node would exceed maxUnavailable 1).
+    pending = node("n00", resource_version="41")
+    cordon = observed.NodeAnswer(
+        version=42,
+        labels={LABEL: upgrade_records.CORDONED},
+        annotations=_record("cordoned"),
+        unschedulable=True,
+    )
+    p = _world(3, policy=policy, nodes={"n00": pending}, answers={"n00": cordon})
+    assert _changes(p)["n00"].labels[LABEL] == upgrade_records.DRAINING
+    assert _changes(p)["n00"].unschedulable is None
+    assert set(_changes(p)) == {"n00"}
+    p = _world(3, policy=policy, nodes={"n00": pending})
+    assert set(_changes(p)) == {"n00"} and _changes(p)["n00"].labels[LABEL] == upgrade_records.CORDONED
 
 
 def test_a_node_walks_cordoned_draining_replacing_validating_done() -> None:
