@@ -130,19 +130,6 @@ def _taints(
     return None if patch is None else wanted
 
 
-def kernel_resets(wanted: desired.DesiredState, seen: observed_.Observed) -> frozenset[str]:
-    """Selected nodes whose kernel group differs from the one they were walked with."""
-    key = kernel_annotation(wanted.sr_name)
-    resets = set()
-    for name in wanted.nodes:
-        node, group = seen.nodes.get(name), wanted.kernel_groups.get(name)
-        # As of sro's own last write: the reset's own patch records the new group.
-        recorded = seen.own_annotation(node, key) if node else ""
-        if group is not None and recorded and recorded != group.key:
-            resets.add(name)
-    return frozenset(resets)
-
-
 @dataclass(frozen=True, kw_only=True)
 class NodeChanges:
     """``node_changes``' answer, and the memory the next plan may reuse (``walk_memo``)."""

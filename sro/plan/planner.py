@@ -42,6 +42,7 @@ from sro.plan import (
     node_patches,
     pod_retries,
     preflight,
+    resets,
     upgrade_records,
     upgrade_status,
     walk_memo,
@@ -158,9 +159,8 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
         seen_early = preflight.seen_for(observed, observed.preflight)
         made = builds.merge(made, builds.decide(early, seen_early, rechecked=observed.rechecked, now=now))
     upgrading = upgrade_records.replacing(wanted.sr_name, seen)
-    walked = walk_.walk(
-        wanted, seen, reset=lifecycle.kernel_resets(wanted, seen) - verdict.held, upgrading=upgrading
-    )
+    reset = resets.kernel_resets(wanted, seen) - verdict.held
+    walked = walk_.walk(wanted, seen, reset=reset, upgrading=upgrading)
     rollout = upgrade_.plan(wanted, seen, walked, now=now)
     labelled = lifecycle.node_changes(wanted, seen, walked)
     node_labels = upgrade_status.merge(
@@ -190,6 +190,10 @@ def plan(rendered: desired.DesiredState, observed: observed_.Observed, *, now: d
     )
     delete = tuple(d for d in candidates if lifecycle.fresh_enough(d, seen))
     held = len(delete) < len(candidates)  # a cache behind sro's own writes: look again soon
+    if held and reset:
+        carried = resets.hold_records(
+            carried, wanted, walked, reset=reset, closed=per_node.closed, sent=delete
+        )
     polled = log_polls.polls(
         walked.logs_needed,
         seen.pods_by_name,

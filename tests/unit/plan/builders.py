@@ -224,6 +224,7 @@ class World:
     workload_pods: dict[tuple[str, str], views.PodView] = field(
         default_factory=dict
     )  # Deployments' and the like
+    lagging: frozenset[tuple[str, str]] = frozenset()  # caches behind sro's own writes
 
     def observe(self) -> observed.Observed:
         return observed.Observed(
@@ -237,6 +238,7 @@ class World:
             node_answers=self.node_answers,
             finished=self.finished,
             workload_pods=tuple(self.workload_pods.values()),
+            lagging=self.lagging,
         )
 
     def step(self) -> actions.Plan:

@@ -30,7 +30,7 @@ from builders import (
 
 from sro import errors
 from sro.model import progress, views
-from sro.plan import inputs, lifecycle, node_patches, teardown, walk
+from sro.plan import inputs, lifecycle, node_patches, resets, teardown, walk
 
 pytestmark = pytest.mark.unit
 
@@ -63,7 +63,7 @@ def test_a_node_whose_kernel_group_differs_from_the_recorded_one_is_reset() -> N
     key = lifecycle.kernel_annotation(SR)
     want = wanted(states("s"), [], ["n1", "n2", "n3"], groups={"n1": K1, "n2": K2, "n3": K2})
     view = seen([node("n1", annotations={key: K1.key}), node("n2", annotations={key: K1.key}), node("n3")])
-    assert lifecycle.kernel_resets(want, view) == frozenset({"n2"})  # n3 has no record yet: no reset
+    assert resets.kernel_resets(want, view) == frozenset({"n2"})  # n3 has no record yet: no reset
 
 
 def test_a_reset_node_is_pending_everywhere_and_loses_its_labels() -> None:
@@ -72,7 +72,7 @@ def test_a_reset_node_is_pending_everywhere_and_loses_its_labels() -> None:
     labelled = node("n1", labels={lifecycle.state_label(SR, "s"): "ready"}, annotations={key: K1.key})
     want = wanted(states("s"), [d], ["n1"], groups={"n1": K2})
     view = seen([labelled], objects=[live(d)], pods=[ds_pod(d, "n1")])
-    walked = walk.walk(want, view, reset=lifecycle.kernel_resets(want, view))
+    walked = walk.walk(want, view, reset=resets.kernel_resets(want, view))
     assert walked.nodes["n1"]["s"].phase is progress.Phase.PENDING
     assert walked.nodes["n1"]["s"].reason == walk.RESET_REASON
     (change,) = lifecycle.node_changes(want, view, walked).changes

@@ -1,7 +1,9 @@
 """Nodes leaving what they were planned under, and the SpecialResource leaving altogether.
 
 Covers a kernel change (the node moves to its new group and walks the states again;
-a group no node is left in is deleted, with its Events); a node that leaves the
+a group no node is left in is deleted, with its Events; its new group recorded only
+along with the deletion of its per-node pods, which waits while the caches lag); a node
+that leaves the
 selection (its labels, per-node pod and the SpecialResource's taints come off); no
 selected node at all (reported as such, and still cleaned up); teardown (everything
 deleted, workloads first and the namespace last, every node stripped, the finalizer
@@ -95,6 +97,36 @@ def test_a_kernel_change_moves_the_node_to_its_new_group_and_deletes_the_empty_g
     assert removal.message == "deleted 1 object: DaemonSet/gpu-ns/driver-k1"
     world.settle()
     assert world.status["kernels"] == [{"kernel": K2.kernel, "os": "rhel9.4", "nodes": 2}]
+
+
+def test_a_reset_is_recorded_only_along_with_the_deletion_of_the_nodes_pods() -> None:
+    """While the caches lag sro's own writes, a pod's deletion waits (``fresh_enough``):
+    the reset takes the node's labels off but leaves its kernel record, so the next pass
+    resets it again, and the validation pod of the old kernel, still there once the new
+    driver is up, never counts as a run on the new one."""
+    world = kernel_world()
+    world.settle()
+    before = world.pods[(NS, "validate-n2")].uid
+    moved = [
+        ds("driver-k1", "state-driver", group=K1),
+        ds("driver-k2", "state-driver", group=K2),
+        *node_pods("validate", "state-validation", ["n1", "n2"]),
+    ]
+    world.desired = wanted(world.desired.states, moved, ["n1", "n2"], groups={"n1": K1, "n2": K2})
+    world.lagging = frozenset({("v1", "Node")})
+    for _ in range(2):  # the new driver's pod is up on n2 after the first
+        held = world.step()
+        assert held.delete == ()
+        assert world.nodes["n2"].annotations[lifecycle.kernel_annotation(SR)] == K1.key
+        assert world.complete_states("n2") == set()
+    assert world.pods[(NS, "driver-k2-n2")].ready  # the new driver is up: only the reset holds n2
+    world.lagging = frozenset()
+    reset = world.step()
+    assert [d.ref.name for d in reset.delete] == ["validate-n2"]
+    assert world.nodes["n2"].annotations[lifecycle.kernel_annotation(SR)] == K2.key
+    world.settle()
+    assert world.complete_states("n2") == {"state-driver", "state-validation"}
+    assert world.pods[(NS, "validate-n2")].uid != before  # it ran again, on the new kernel
 
 
 def test_a_node_that_leaves_the_selection_loses_its_labels_and_its_per_node_pod() -> None:
