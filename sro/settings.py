@@ -66,12 +66,10 @@ class WatchSettings:
     meanwhile: an event read after a quiet moment is read at once, one that follows within
     a rest waits at most this long (0: never rest while busy). At 1,000 nodes converging,
     ten pod events a read instead of one or two."""
-    node_busy_rest: float = 0.0
-    """The same for the Node watch; none by default. A pass reads sro's own node writes
-    from the cache (a driver upgrade's phase and record of each node): one planned on a
-    node the cache shows from before sro's last patch of it moves that node again, and
-    the drain that pass did not send is lost (a node then fails its drain as "left:
-    unknown"). A rest of 0.05 s here made that race common."""
+    node_busy_rest: float = 0.05
+    """The same for the Node watch (a converging fleet's label patches). A pass may then
+    read a node from before sro's own last patch of it more often: it reads the node as
+    that patch left it (``sro.plan.observed.Observed.own_view``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

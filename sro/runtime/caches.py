@@ -234,7 +234,7 @@ class Caches:
     def _calm(self, spec: WatchSpec, stream: str) -> calm_.Calm | None:
         """How the streams that grow with the fleet read in batches (``sro.watch.calm``):
         the Node watch rests while its events queue nothing (a settled fleet's
-        heartbeats; while they do, only if ``node_busy_rest`` says so); the Pod watch
+        heartbeats) and briefly while they do (``node_busy_rest``); the Pod watch
         briefly while its events queue work (a converging fleet's pods). Other streams
         read every event at once."""
         watch = self._settings

@@ -13,7 +13,7 @@ So a stream that has been calm for a while (none of its events queued any work f
 the next read takes everything the server sent meanwhile. A stream whose events queue
 work stops resting that long, until it has been quiet that long again: the first change
 after a calm waits at most one rest (a quarter of a second by default), the changes that
-follow it at most a busy rest (below; none for the Node watch by default). A read (all
+follow it at most a busy rest (below). A read (all
 the connection held when the reader woke) of ``busy_bytes`` or more is not followed by a
 rest: a fleet flipping NotReady at once is read as fast as it comes, never held in the
 socket where the server might give up on a slow watcher.
@@ -26,9 +26,8 @@ event read after a quiet moment is read at once; one that follows within a rest 
 most that rest. Measured with ``hack/bench converge`` at 1,000 nodes, one run each way on
 one machine, with the Pod and the Node watch resting: pod and node reads 28,500 -> 5,800
 (10 pod events a read instead of 1.8), the operator's CPU while converging 16.2 -> 14.3
-CPU-seconds, Ready no later (169 and 162 s); at 100 nodes 2.9 -> 2.4 CPU-seconds. The
-Node watch's busy rest is off by default (``WatchSettings.node_busy_rest``): a pass must
-find sro's own node writes in the cache.
+CPU-seconds, Ready no later (169 and 162 s); at 100 nodes 2.9 -> 2.4 CPU-seconds
+(``WatchSettings.busy_rest`` for pods, ``node_busy_rest`` for nodes).
 
 Pure: the clock is given, and the reader (``sro.kube.watchlines``) does the resting.
 """

@@ -9,7 +9,7 @@ Node heartbeats (status condition timestamps) enqueue nothing and write
 nothing, while a label change on the same nodes does reconcile. A calm Node watch reads
 a trickle of such events in batches, loses none, and stops resting that long after a
 change that queued work; a busy one (its events queueing work) reads what comes within
-its short rest together (``node_busy_rest``, off by default), and loses none either. Counts
+its short rest together (``node_busy_rest``), and loses none either. Counts
 are printed.
 """
 
