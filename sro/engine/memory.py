@@ -185,9 +185,9 @@ class Memory:
         selected = set(wanted.nodes)
         answers = {n: w for n, w in self.node_answers.items() if n in selected}
         for name, answer in executed.node_answers.items():
-            last = answers.get(name)
             if name not in selected:
                 continue
+            last = answers.get(name)
             if answer.unschedulable is None and last is not None and last.unschedulable is not None:
                 # This patch left spec.unschedulable as sro's last patch, one the cache did
                 # not show yet at this pass's start, set it (``answers``).
