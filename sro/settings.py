@@ -59,17 +59,15 @@ class WatchSettings:
     this long (0: never rest)."""
     calm_after: float = 10.0
     """The Node watch is calm once none of its events has queued work for this long; the
-    Node and Pod watches are busy (``busy_rest``, ``node_busy_rest``) until then."""
+    Node and Pod watches are busy (``busy_rest``) until then."""
     busy_rest: float = 0.05
-    """The Pod watch, while its events queue work (a converging fleet), rests this long
-    after each read short of a burst (``sro.watch.calm``), and the next read takes what came
-    meanwhile: an event read after a quiet moment is read at once, one that follows within
-    a rest waits at most this long (0: never rest while busy). At 1,000 nodes converging,
-    ten pod events a read instead of one or two."""
-    node_busy_rest: float = 0.05
-    """The same for the Node watch (a converging fleet's label patches). A pass may then
-    read a node from before sro's own last patch of it more often: it reads the node as
-    that patch left it (``sro.plan.observed.Observed.own_view``)."""
+    """The Node and Pod watches, while their events queue work (a converging fleet), rest
+    this long after each read short of a burst (``sro.watch.calm``), and the next read takes
+    what came meanwhile: an event read after a quiet moment is read at once, one that
+    follows within a rest waits at most this long (0: never rest while busy). At 1,000
+    nodes converging, ten pod events a read instead of one or two. A pass then more often
+    reads a node from before sro's own last patch of it: it reads the node as that patch
+    left it (``sro.plan.observed.Observed.own_view``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

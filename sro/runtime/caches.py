@@ -234,19 +234,18 @@ class Caches:
     def _calm(self, spec: WatchSpec, stream: str) -> calm_.Calm | None:
         """How the streams that grow with the fleet read in batches (``sro.watch.calm``):
         the Node watch rests while its events queue nothing (a settled fleet's
-        heartbeats) and briefly while they do (``node_busy_rest``); the Pod watch
-        briefly while its events queue work (a converging fleet's pods). Other streams
-        read every event at once."""
+        heartbeats) and, briefly, while they do; the Pod watch briefly while its events
+        queue work (a converging fleet's pods). Other streams read every event at once."""
         watch = self._settings
         if spec.role is Role.NODES:
-            rest, busy = watch.calm_rest, watch.node_busy_rest
+            rest = watch.calm_rest
         elif (spec.api_version, spec.kind) == POD_API:
-            rest, busy = 0.0, watch.busy_rest
+            rest = 0.0
         else:
             return None
         return calm_.Calm(
             rest=rest,
-            busy_rest=busy,
+            busy_rest=watch.busy_rest,
             quiet_for=watch.calm_after,
             on_rest=functools.partial(self._metrics.watch_rested, resource=stream),
         )

@@ -27,7 +27,7 @@ most that rest. Measured with ``hack/bench converge`` at 1,000 nodes, one run ea
 one machine, with the Pod and the Node watch resting: pod and node reads 28,500 -> 5,800
 (10 pod events a read instead of 1.8), the operator's CPU while converging 16.2 -> 14.3
 CPU-seconds, Ready no later (169 and 162 s); at 100 nodes 2.9 -> 2.4 CPU-seconds
-(``WatchSettings.busy_rest`` for pods, ``node_busy_rest`` for nodes).
+(``WatchSettings.busy_rest``).
 
 Pure: the clock is given, and the reader (``sro.kube.watchlines``) does the resting.
 """

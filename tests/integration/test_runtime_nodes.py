@@ -9,7 +9,7 @@ Node heartbeats (status condition timestamps) enqueue nothing and write
 nothing, while a label change on the same nodes does reconcile. A calm Node watch reads
 a trickle of such events in batches, loses none, and stops resting that long after a
 change that queued work; a busy one (its events queueing work) reads what comes within
-its short rest together (``node_busy_rest``), and loses none either. Counts
+its short rest together (``busy_rest``), and loses none either. Counts
 are printed.
 """
 
@@ -296,7 +296,7 @@ async def test_a_busy_node_watch_reads_what_comes_within_its_rest_together(
 ) -> None:
     pool = node_pool(count=3)
     # Never calm (no calm rest at all), a busy rest of 0.3 s: every label change queues work.
-    watch = settings.WatchSettings(calm_rest=0.0, node_busy_rest=0.3, calm_after=3600.0)
+    watch = settings.WatchSettings(calm_rest=0.0, busy_rest=0.3, calm_after=3600.0)
     m = manager_for(cluster, pool.name, {"sr"}, watch=watch)
     reconcile = Counting(cost=0.0)
     m.reconcile_with(reconcile)
