@@ -44,8 +44,9 @@ def hold_records(
 ) -> tuple[node_patches.NodeChange, ...]:
     """``changes`` without the new kernel record of each node reset in this pass whose
     per-node pods' deletion waits for the caches (``lifecycle.fresh_enough``): the next
-    pass resets it again. Recorded now, the next pass would walk the node as any other, and could take
-    a pod of before the kernel change, not deleted yet, for a run on the new kernel."""
+    pass resets it again. Recorded now, the next pass would walk the node as any other,
+    and could take a pod of before the kernel change, not deleted yet, for a run on the
+    new kernel."""
     waiting = {d.ref for d in closed} - {d.ref for d in sent}
     nodes = {n for n in reset if any(walked.ref(o) in waiting for o in wanted.by_node.get(n, ()))}
     key = lifecycle.kernel_annotation(wanted.sr_name)

@@ -17,8 +17,9 @@ import pytest
 from support import waiting
 
 from sro import settings
-from sro.apply import diff
+from sro.apply import diff, ssa
 from sro.engine import writes as writes_
+from sro.kube import discovery, http
 from sro.model import desired
 from sro.plan import lifecycle
 from sro.runtime import result
@@ -140,15 +141,8 @@ async def test_deletions_taken_or_already_gone_are_reported_done_and_a_refused_o
 ) -> None:
     """The engine shows the pods it deleted as deleting until its cache does
     (``engine.memory``): only from deletions the API server took or found done."""
-    m = Manager(run_settings(cluster))
-
-    async def nothing(_: str) -> result.Result:
-        return result.DONE
-
-    m.reconcile_with(nothing)
-    running = asyncio.create_task(m.run())
-    try:
-        await waiting.wait_for(lambda: m.role == "leader", timeout=30, message="manager working")
+    async with await http.Api.connect(run_settings(cluster).api) as api:
+        writer = ssa.Writer(api=api, discovery=discovery.Discovery(api))
         for name in ("taken", "refused"):
             cluster.kubectl("create", "configmap", name, "-n", namespace)
 
@@ -162,12 +156,9 @@ async def test_deletions_taken_or_already_gone_are_reported_done_and_a_refused_o
             deletion("never-made", "0000"),
             deletion("refused", "not-its-uid"),  # the uid precondition fails: 409
         )
-        report = await writes_.delete_objects(m.writer, wanted, sr_name="t")
+        report = await writes_.delete_objects(writer, wanted, sr_name="t")
         assert set(report.taken) == set(wanted[:2])  # concurrent: in the order they were answered
         assert [f.ref.name for f in report.failures if f.ref is not None] == ["refused"]
         assert {r.name for r in report.absent} == {"never-made"} and report.deleted == 1
         left = cluster.kubectl_json("get", "configmaps", "-n", namespace)["items"]
         assert "refused" in {c["metadata"]["name"] for c in left}
-    finally:
-        m.stop()
-        assert await asyncio.wait_for(running, 30) == 0
