@@ -27,7 +27,9 @@ class ApiSettings:
     retry_after_cap: float = 60.0
     """Longest Retry-After honoured (429, 503): at least that long is waited before a retry."""
     pool_size: int = 100
-    """Connections in the pool: every watch holds one for its whole life."""
+    """Connections to the API server: at most this many for requests (``sro.kube.pool``),
+    and as many again for watches, each of which holds one for its whole life (behind a
+    proxy, one pool of this many serves both)."""
     qps: float = 200.0
     """Requests per second the client sends at most, on average (0: no limit); watches aside
     (``sro.kube.limiter``). A thousand-node convergence averages under 100."""

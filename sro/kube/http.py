@@ -1,18 +1,18 @@
-"""Raw JSON requests and watch streams over one authenticated session.
+"""Raw JSON requests and watch streams to one API server, authenticated.
 
-No generated models on the hot path: bodies are dicts. Every request has a connect
-and a read timeout, because a half-open TCP connection otherwise hangs forever; a stream
-has one until its headers arrive, and then its reader bounds the gap between lines (the
-reflector's inactivity deadline, one timer moved a few times a minute: aiohttp's
-``sock_read`` arms a new timer and cancels the old for every chunk read, a tenth of the
-transport's cost of a node heartbeat). Transient failures (no answer,
-429, 5xx) are retried with jittered exponential backoff, and never sooner than the
-server's Retry-After (bounded by ``ApiSettings.retry_after_cap``); semantic 4xx
-answers (404, 409, 422...) are raised at once as typed errors, since only the caller
-knows what to do about them (a 409 is retried from fresh state). A 429 is retried even
-for a request that is otherwise sent once (a POST): the server refused it before doing
-anything, so sending it again cannot do it twice. Watches are not retried here; the
-reflector honours a watch's Retry-After through ``retry_delay``.
+No generated models on the hot path: bodies are dicts. Requests go over sro's own
+keep-alive connections (``sro.kube.pool``; through aiohttp's session to a server behind a
+proxy), streams over aiohttp's. Every request has a connect and a read timeout, because a
+half-open TCP connection otherwise hangs forever; a stream has one until its headers
+arrive, and then its reader bounds the gap between lines (the reflector's inactivity
+deadline, one timer moved a few times a minute: aiohttp's ``sock_read`` arms a new timer
+for every chunk read, a tenth of the transport's cost of a node heartbeat). Transient
+failures (no answer, 429, 5xx) are retried with jittered exponential backoff, never sooner
+than the server's Retry-After (bounded by ``ApiSettings.retry_after_cap``); semantic 4xx
+answers (404, 409, 422...) are raised at once as typed errors, since only the caller knows
+what to do about them. A 429 is retried even for a request otherwise sent once (a POST):
+the server refused it before doing anything. Watches are not retried here; the reflector
+honours a watch's Retry-After through ``retry_delay``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import sro
 from sro import errors
 from sro import settings as settings_
 from sro.kube import config as kconfig
-from sro.kube import counting, limiter, watchlines
+from sro.kube import counting, limiter, pool, watchlines
 from sro.kube import errors as kerrors
 from sro.watch import decode
 
@@ -104,7 +104,12 @@ class Api:
         self._proxy = endpoint.proxy
         self._server_hostname = endpoint.server_hostname
         self.host = endpoint.host.rstrip("/")
-        self._host_label = urllib.parse.urlsplit(self.host).netloc  # rest_client_requests_total's host
+        parts = urllib.parse.urlsplit(self.host)
+        self._host_label = parts.netloc  # rest_client_requests_total's host
+        self._prefix = parts.path  # a server reached under a path (a gateway's /k8s/clusters/x)
+        # Requests go over sro's own keep-alive connections; streams, and every request to
+        # a server behind a proxy, over aiohttp's session (``pool``'s docstring).
+        self._pool = pool.Pool.direct(endpoint, settings=settings)
         self._limiter = limiter.RequestLimiter(
             qps=settings.qps, burst=settings.burst, max_in_flight=settings.max_in_flight
         )
@@ -116,6 +121,8 @@ class Api:
         return cls(endpoint=await kconfig.load(settings), settings=settings, metrics=metrics)
 
     async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
         await self._session.close()
 
     async def __aenter__(self) -> Api:
@@ -286,39 +293,58 @@ class Api:
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
             content_type = content_type or JSON
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self.settings.connect_timeout, sock_read=self.settings.request_timeout
-        )
         verb = method.lower()
         try:
             async with self._limiter.slot() as waited:
                 if waited > 0:
                     self.metrics.api_limited(verb=method, host=self._host_label, seconds=waited)
                 headers = await self._headers(content_type, accept=accept)
-                if guard is not None:
-                    guard()
                 started = time.monotonic()
-                async with self._session.request(
-                    method,
-                    self.host + path,
-                    params=params,
-                    data=data,
-                    headers=headers,
-                    timeout=timeout,
-                    server_hostname=self._server_hostname,
-                    proxy=self._proxy,
-                ) as resp:
-                    self._count(verb, method, path, resource=resource, code=str(resp.status), started=started)
-                    if resp.status >= 400:
-                        raw = await resp.content.read(_ERROR_BODY_LIMIT)
-                        raise kerrors.from_response(
-                            resp.status, raw, retry_after=resp.headers.get("Retry-After")
-                        )
-                    answer = await resp.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
+                if self._pool is not None:
+                    request = pool.request_bytes(
+                        method, pool.target(self._prefix + path, params), host=self._host_label,
+                        headers=headers, data=data,
+                    )  # fmt: skip
+                    answer = await self._pool.exchange(
+                        method,
+                        request,
+                        read_timeout=self.settings.request_timeout,
+                        error_limit=_ERROR_BODY_LIMIT,
+                        before_send=guard,
+                    )
+                else:
+                    if guard is not None:
+                        guard()
+                    answer = await self._via_session(method, path, params=params, data=data, headers=headers)
+        except (aiohttp.ClientError, pool.Lost, pool.Malformed, OSError, TimeoutError) as exc:
             self._count(verb, method, path, resource=resource, code="error", started=None)
             raise errors.TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-        return answer
+        self._count(verb, method, path, resource=resource, code=str(answer.status), started=started)
+        if answer.status >= 400:
+            raise kerrors.from_response(answer.status, answer.body, retry_after=answer.retry_after)
+        return answer.body
+
+    async def _via_session(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None,
+        data: bytes | None,
+        headers: Mapping[str, str],
+    ) -> pool.Answer:
+        """One exchange through aiohttp's session and the proxy (``pool``'s docstring)."""
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.settings.connect_timeout, sock_read=self.settings.request_timeout
+        )
+        async with self._session.request(
+            method, self.host + path, params=params, data=data, headers=headers, timeout=timeout,
+            server_hostname=self._server_hostname, proxy=self._proxy,
+        ) as resp:  # fmt: skip
+            if resp.status >= 400:
+                raw = await resp.content.read(_ERROR_BODY_LIMIT)
+                return pool.Answer(resp.status, raw, resp.headers.get("Retry-After"))
+            return pool.Answer(resp.status, await resp.read())
 
     def _count(
         self, verb: str, method: str, path: str, *, resource: str, code: str, started: float | None
