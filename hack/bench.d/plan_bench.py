@@ -55,7 +55,7 @@ from simcluster import inventory as siminventory  # noqa: E402
 from sro.hooks import builds, pipeline  # noqa: E402
 from sro.model import desired, inventory, views  # noqa: E402
 from sro.model import specialresource as sr_model  # noqa: E402
-from sro.plan import actions, lifecycle, observed, planner, pods_index, walk_memo  # noqa: E402
+from sro.plan import actions, lifecycle, live_records, observed, planner, pods_index, walk_memo  # noqa: E402
 from sro.render import kinds, values  # noqa: E402
 from sro.render import recipe as recipe_  # noqa: E402
 
@@ -119,7 +119,7 @@ def fresh(wanted: desired.DesiredState, nodes: list[views.NodeView]) -> observed
 def converged(wanted: desired.DesiredState, nodes: list[views.NodeView]) -> observed.Observed:
     """Everything made, ready, labelled: what a settled cluster shows every reconcile."""
     selected = set(wanted.nodes)
-    objects: dict[desired.ObjectRef, observed.LiveObject] = {}
+    objects: dict[desired.ObjectRef, live_records.LiveObject] = {}
     pods: list[views.PodView] = []
     logs: dict[str, dict[str, str]] = {}
     settled = builds.without_builds(wanted)  # every image exists: no build Job ran
@@ -127,10 +127,10 @@ def converged(wanted: desired.DesiredState, nodes: list[views.NodeView]) -> obse
         ref = obj.ref
         uid = f"uid-{ref.kind}-{ref.name}"
         ready = {
-            "Established": observed.ObjectCondition(status="True"),
-            "Complete": observed.ObjectCondition(status="True"),
+            "Established": live_records.ObjectCondition(status="True"),
+            "Complete": live_records.ObjectCondition(status="True"),
         }
-        objects[ref] = observed.LiveObject(
+        objects[ref] = live_records.LiveObject(
             ref=ref,
             uid=uid,
             generation=1,

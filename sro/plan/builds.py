@@ -45,7 +45,7 @@ from typing import Any
 
 from sro.hooks import base, builds, podspec
 from sro.model import desired, names, progress, times, views
-from sro.plan import images, readiness
+from sro.plan import images, live_records, readiness
 from sro.plan import observed as observed_
 from sro.status import conditions, summary
 from sro.status.body import StatusBody
@@ -238,7 +238,7 @@ def job(spec: Spec, attempt: int, *, sr_name: str) -> desired.DesiredObject:
     return dataclasses.replace(new, wait=False)
 
 
-def _jobs(spec: Spec, seen: observed_.Observed) -> dict[tuple[str, int], observed_.LiveObject]:
+def _jobs(spec: Spec, seen: observed_.Observed) -> dict[tuple[str, int], live_records.LiveObject]:
     """(inputs, attempt) -> the live Jobs of ``spec``'s group."""
     pattern = re.compile(re.escape(spec.prefix) + r"-([0-9a-f]{8})-([0-9]{1,6})")
     out = {}
@@ -251,12 +251,12 @@ def _jobs(spec: Spec, seen: observed_.Observed) -> dict[tuple[str, int], observe
     return out
 
 
-def _true(live: observed_.LiveObject, kind: str) -> observed_.ObjectCondition | None:
+def _true(live: live_records.LiveObject, kind: str) -> live_records.ObjectCondition | None:
     found = live.conditions.get(kind)
     return found if found is not None and found.status == "True" else None
 
 
-def _tail(live: observed_.LiveObject, seen: observed_.Observed) -> tuple[str, progress.LogRequest | None]:
+def _tail(live: live_records.LiveObject, seen: observed_.Observed) -> tuple[str, progress.LogRequest | None]:
     """The newest pod of Job ``live``: its log tail (when fetched), or a request for it."""
     pods = sorted(
         (p for p in seen.pods if p.owner_kind == "Job" and p.owner_uid == live.uid), key=lambda p: p.created
@@ -330,7 +330,7 @@ def decide(split_: Split, seen: observed_.Observed, *, rechecked: frozenset[str]
             moving.append(f"built {spec.image} for {_kernel(spec)}: Job {spec.name(attempt)}, looking again")
             waits.append(timedelta(0))
             continue
-        ended = times.parse((done or broken or observed_.ObjectCondition(status="")).since)
+        ended = times.parse((done or broken or live_records.ObjectCondition(status="")).since)
         due = (ended or now) + backoff(attempt)
         if now >= due:
             apply.append(job(spec, attempt + 1, sr_name=sr_name))

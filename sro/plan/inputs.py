@@ -26,7 +26,7 @@ from typing import Any
 from sro.cache import projections
 from sro.model import desired, selection, views
 from sro.model import specialresource as sr_model
-from sro.plan import conflicts, dependencies, finish, lifecycle, log_polls, pods_seen
+from sro.plan import conflicts, dependencies, finish, lifecycle, live_records, log_polls, pods_seen
 from sro.plan import observed as observed_
 from sro.plan import walk_memo as walk_memo_
 
@@ -136,21 +136,23 @@ REVISION_KIND = "ControllerRevision"
 
 
 def revisions(
-    owned: Iterable[projections.ObjectView], objects: Mapping[desired.ObjectRef, observed_.LiveObject]
-) -> tuple[observed_.Revision, ...]:
+    owned: Iterable[projections.ObjectView], objects: Mapping[desired.ObjectRef, live_records.LiveObject]
+) -> tuple[live_records.Revision, ...]:
     """The template history of the owned DaemonSets (ControllerRevisions they control)."""
     uids = {live.uid for live in objects.values() if live.ref.kind == "DaemonSet" and live.uid}
-    found = (observed_.Revision.from_body(v.body) for v in owned if v.ref.kind == REVISION_KIND)
+    found = (live_records.Revision.from_body(v.body) for v in owned if v.ref.kind == REVISION_KIND)
     return tuple(r for r in found if r is not None and r.owner_uid in uids)
 
 
-def live_objects(owned: Iterable[projections.ObjectView]) -> Mapping[desired.ObjectRef, observed_.LiveObject]:
+def live_objects(
+    owned: Iterable[projections.ObjectView],
+) -> Mapping[desired.ObjectRef, live_records.LiveObject]:
     """Owned objects as the planner reads them; pods made by a controller are not owned objects."""
-    out: dict[desired.ObjectRef, observed_.LiveObject] = {}
+    out: dict[desired.ObjectRef, live_records.LiveObject] = {}
     for view in owned:
-        if view.ref.kind == "Pod" and _controller_kind(view.body) in observed_.POD_CONTROLLERS:
+        if view.ref.kind == "Pod" and _controller_kind(view.body) in live_records.POD_CONTROLLERS:
             continue
-        out[view.ref] = observed_.LiveObject.from_body(view.body)
+        out[view.ref] = live_records.LiveObject.from_body(view.body)
     return MappingProxyType(out)
 
 

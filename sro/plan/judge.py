@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sro.model import desired, views
-from sro.plan import lifecycle, readiness, walk_memo
+from sro.plan import lifecycle, live_records, readiness, walk_memo
 from sro.plan import observed as observed_
 
 
@@ -158,9 +158,9 @@ class Judge:
         self._placed: dict[tuple[str, desired.KernelGroup | None], tuple[desired.DesiredObject, ...]] = {}
         self._group_facts: dict[desired.KernelGroup | None, tuple[object, ...]] = {}
         self._refs = index.refs
-        self._live: dict[int, tuple[observed_.LiveObject | None, str]] = {}
+        self._live: dict[int, tuple[live_records.LiveObject | None, str]] = {}
 
-    def _daemonset(self, obj: desired.DesiredObject) -> tuple[observed_.LiveObject | None, str]:
+    def _daemonset(self, obj: desired.DesiredObject) -> tuple[live_records.LiveObject | None, str]:
         """The live DaemonSet and its current revision's hash: the same on every node."""
         known = self._live.get(id(obj))
         if known is None:

@@ -34,7 +34,7 @@ from types import MappingProxyType
 
 from sro import errors
 from sro.model import desired, progress, records, views
-from sro.plan import node_patches, walk_memo
+from sro.plan import live_records, node_patches, walk_memo
 from sro.plan import observed as observed_
 
 COMPLETE = "complete"
@@ -277,7 +277,7 @@ def controller_pod(seen: observed_.Observed, ref: desired.ObjectRef) -> bool:
     if ref.kind != "Pod":
         return False
     pod = seen.pod(ref)
-    return pod is not None and pod.owner_kind in observed_.POD_CONTROLLERS
+    return pod is not None and pod.owner_kind in live_records.POD_CONTROLLERS
 
 
 def stale_objects(

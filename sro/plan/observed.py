@@ -3,7 +3,7 @@
 The planner is pure: it never reads a cache or the clock itself. The engine gathers this
 record each reconcile and hands it over with ``now``; everything the planner needs from the
 cluster is here, already projected to the few fields the readiness rules read
-(``LiveObject`` for owned objects, ``sro.model.views`` for Nodes and Pods).
+(``live_records.LiveObject`` for owned objects, ``sro.model.views`` for Nodes and Pods).
 
 Two pieces are bookkeeping the planner itself produced last time and the engine keeps in
 memory between reconciles (losing them on a restart only restarts a backoff or a log fetch):
@@ -26,141 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import bodies, desired, upgrade_policy, views
-from sro.plan import log_polls, pods_index
+from sro.plan import live_records, log_polls, pods_index
 from sro.plan import walk_memo as walk_memo_
-
-# The annotation the API server keeps on apps/v1 DaemonSets: the generation of the pod
-# template. DaemonSet pods carry it as their ``pod-template-generation`` label. It equals
-# ``metadata.generation`` unless a non-template spec field (update strategy, say) changed.
-DS_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
-
-# The label the DaemonSet controller puts on each pod: the hash of its template, and the
-# suffix of the name of the ControllerRevision that keeps that template.
-REVISION_HASH = "controller-revision-hash"
-
-# The label the Deployment controller puts on a ReplicaSet's pods, and in its name.
-TEMPLATE_HASH = "pod-template-hash"
-
-# Kinds whose pods are made by a controller: such pods are never owned objects themselves.
-POD_CONTROLLERS = frozenset({"DaemonSet", "ReplicaSet", "StatefulSet", "Job"})
-
-
-@dataclass(frozen=True, kw_only=True)
-class ObjectCondition:
-    """One entry of an object's ``status.conditions``."""
-
-    status: str  # "True" | "False" | "Unknown"
-    reason: str = ""
-    message: str = ""
-    since: str = ""  # lastTransitionTime, RFC 3339
-
-
-def _int(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _update_strategy(body: Mapping[str, Any]) -> str:
-    if body.get("kind") != "DaemonSet":
-        return ""
-    spec = body.get("spec")
-    strategy = spec.get("updateStrategy") if isinstance(spec, Mapping) else None
-    kind = strategy.get("type") if isinstance(strategy, Mapping) else None
-    return str(kind) if kind else "RollingUpdate"
-
-
-@dataclass(frozen=True, kw_only=True)
-class LiveObject:
-    """An owned object as the cluster has it, reduced to what readiness rules read.
-
-    ``replicas`` is ``spec.replicas`` (1 when unset, as the API server defaults it);
-    ``template_generation`` is only meaningful for DaemonSets.
-    """
-
-    ref: desired.ObjectRef
-    uid: str = ""
-    generation: int = 0
-    observed_generation: int = 0
-    template_generation: int = 0
-    replicas: int = 1
-    available_replicas: int = 0
-    ready_replicas: int = 0
-    conditions: Mapping[str, ObjectCondition] = field(default_factory=lambda: MappingProxyType({}))
-    phase: str = ""  # Namespace status.phase
-    deleting: bool = False
-    deleted_at: str = ""  # metadata.deletionTimestamp, RFC 3339, while ``deleting``
-    update_strategy: str = ""  # DaemonSet spec.updateStrategy.type ("RollingUpdate" when unset)
-    min_ready_seconds: int = 0  # spec.minReadySeconds (Deployment, StatefulSet, DaemonSet)
-
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> LiveObject:
-        meta = body.get("metadata") or {}
-        spec = body.get("spec") or {}
-        status = body.get("status") or {}
-        generation = _int(meta.get("generation"))
-        annotations = meta.get("annotations") or {}
-        replicas = spec.get("replicas")
-        return cls(
-            ref=desired.ObjectRef.of(body),
-            uid=str(meta.get("uid", "")),
-            generation=generation,
-            observed_generation=_int(status.get("observedGeneration")),
-            template_generation=_int(annotations.get(DS_TEMPLATE_GENERATION), generation),
-            replicas=1 if replicas is None else _int(replicas, 1),
-            available_replicas=_int(status.get("availableReplicas")),
-            ready_replicas=_int(status.get("readyReplicas")),
-            conditions=MappingProxyType(
-                {
-                    str(c.get("type", "")): ObjectCondition(
-                        status=str(c.get("status", "")),
-                        reason=str(c.get("reason", "") or ""),
-                        message=str(c.get("message", "") or ""),
-                        since=str(c.get("lastTransitionTime", "") or ""),
-                    )
-                    for c in status.get("conditions") or ()
-                }
-            ),
-            phase=str(status.get("phase", "") or ""),
-            deleting=bool(meta.get("deletionTimestamp")),
-            deleted_at=str(meta.get("deletionTimestamp") or ""),
-            update_strategy=_update_strategy(body),
-            min_ready_seconds=_int(spec.get("minReadySeconds")),
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Revision:
-    """A ControllerRevision the DaemonSet controller keeps for one of sro's DaemonSets: a
-    pod template it had (``hash`` is its pods' ``controller-revision-hash``; the highest
-    ``number`` is the current one). That history is what a failed driver upgrade is rolled
-    back to (``sro.plan.upgrade_rollback``); sro never writes it."""
-
-    name: str
-    owner_uid: str
-    hash: str
-    number: int
-    template: Mapping[str, Any]
-
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> Revision | None:
-        """The revision in ``body``, or None when it is not a DaemonSet's template."""
-        meta = body.get("metadata") or {}
-        owner = next((o for o in meta.get("ownerReferences") or () if o.get("controller")), None)
-        data = body.get("data")
-        spec = data.get("spec") if isinstance(data, Mapping) else None
-        template = spec.get("template") if isinstance(spec, Mapping) else None
-        if owner is None or owner.get("kind") != "DaemonSet" or not isinstance(template, Mapping):
-            return None
-        return cls(
-            name=str(meta.get("name", "")),
-            owner_uid=str(owner.get("uid", "")),
-            hash=str((meta.get("labels") or {}).get(REVISION_HASH, "")),
-            number=_int(body.get("revision")),
-            # The controller stores the template as a strategic-merge patch that replaces it.
-            template=MappingProxyType({k: v for k, v in template.items() if k != "$patch"}),
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,7 +82,7 @@ class Preflight:
 
 
 NO_PREFLIGHT = Preflight()
-_NO_OBJECTS: Mapping[desired.ObjectRef, LiveObject] = MappingProxyType({})
+_NO_OBJECTS: Mapping[desired.ObjectRef, live_records.LiveObject] = MappingProxyType({})
 _NO_LOGS: Mapping[str, Mapping[str, str]] = MappingProxyType({})
 _NO_READS: Mapping[str, datetime] = MappingProxyType({})
 _NO_RETRIES: Mapping[desired.ObjectRef, Retry] = MappingProxyType({})
@@ -258,7 +125,7 @@ class Observed:
     generation: int
     nodes: Mapping[str, views.NodeView]
     departed: tuple[views.NodeView, ...] = ()
-    objects: Mapping[desired.ObjectRef, LiveObject] = field(default_factory=lambda: _NO_OBJECTS)
+    objects: Mapping[desired.ObjectRef, live_records.LiveObject] = field(default_factory=lambda: _NO_OBJECTS)
     pods: tuple[views.PodView, ...] = ()
     logs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: _NO_LOGS)
     log_reads: Mapping[str, datetime] = field(default_factory=lambda: _NO_READS)
@@ -284,14 +151,14 @@ class Observed:
     images: Mapping[str, tuple[ImageCheck, ...]] = field(default_factory=lambda: _NO_IMAGES)
     """Kernel group key -> what the registry said of each of its operand images
     (``sro.plan.images`` decides what follows); empty when nothing was checked."""
-    revisions: tuple[Revision, ...] = ()
+    revisions: tuple[live_records.Revision, ...] = ()
     """The ControllerRevisions of the owned DaemonSets (their template history)."""
 
     @cached_property
-    def _kinds(self) -> dict[str, tuple[tuple[desired.ObjectRef, LiveObject], ...]]:
+    def _kinds(self) -> dict[str, tuple[tuple[desired.ObjectRef, live_records.LiveObject], ...]]:
         return {}
 
-    def of_kind(self, kind: str) -> tuple[tuple[desired.ObjectRef, LiveObject], ...]:
+    def of_kind(self, kind: str) -> tuple[tuple[desired.ObjectRef, live_records.LiveObject], ...]:
         """The owned objects of ``kind`` with their refs, in ``objects`` order (several
         parts of a plan look for one kind among thousands of per-node pods: one scan each
         per pass serves them all)."""
@@ -301,19 +168,19 @@ class Observed:
         return found
 
     @cached_property
-    def current_revisions(self) -> Mapping[str, Revision]:
+    def current_revisions(self) -> Mapping[str, live_records.Revision]:
         """DaemonSet uid -> its current template revision (the highest number), where known."""
-        out: dict[str, Revision] = {}
+        out: dict[str, live_records.Revision] = {}
         for r in self.revisions:
             if r.owner_uid not in out or r.number > out[r.owner_uid].number:
                 out[r.owner_uid] = r
         return out
 
-    def current_revision(self, owner_uid: str) -> Revision | None:
+    def current_revision(self, owner_uid: str) -> live_records.Revision | None:
         """The DaemonSet's current template revision, if its history is known."""
         return self.current_revisions.get(owner_uid)
 
-    def revision_of(self, owner_uid: str, hash_: str) -> Revision | None:
+    def revision_of(self, owner_uid: str, hash_: str) -> live_records.Revision | None:
         """The DaemonSet's revision whose pods carry ``controller-revision-hash: hash_``."""
         return next((r for r in self.revisions if r.owner_uid == owner_uid and r.hash == hash_), None)
 
@@ -415,7 +282,7 @@ class Observed:
     """The pods a ReplicaSet or StatefulSet controls (``pods_seen``): a cluster-wide
     workload's own pods, read only where its status falls short (``workload_pods_of``)."""
 
-    def workload_pods_of(self, live: LiveObject) -> tuple[views.PodView, ...]:
+    def workload_pods_of(self, live: live_records.LiveObject) -> tuple[views.PodView, ...]:
         """The pods of Deployment or StatefulSet ``live``: for a Deployment, those of its
         ReplicaSets (named ``<deployment>-<pod-template-hash>`` by the Deployment controller),
         for a StatefulSet those it controls by uid."""
@@ -432,7 +299,7 @@ class Observed:
                 for p in self.workload_pods
                 if p.owner_kind == "ReplicaSet"
                 and p.namespace == ref.namespace
-                and p.owner_name == f"{ref.name}-{p.labels.get(TEMPLATE_HASH, '')}"
+                and p.owner_name == f"{ref.name}-{p.labels.get(live_records.TEMPLATE_HASH, '')}"
             )
         return ()
 

@@ -19,8 +19,7 @@ from typing import cast
 
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
-from sro.plan import observed as observed_
-from sro.plan import pods_index
+from sro.plan import live_records, pods_index
 
 Key = pods_index.Key
 """A pod's (namespace, name)."""
@@ -49,7 +48,7 @@ class PodsSeen:
     sr_uid: str
     owners: frozenset[str]
     pods: Mapping[Key, views.PodView]
-    bare: Mapping[desired.ObjectRef, observed_.LiveObject]
+    bare: Mapping[desired.ObjectRef, live_records.LiveObject]
     relevant: Mapping[Key, views.PodView]
     workload: Mapping[Key, views.PodView]
     on_node: Mapping[str, Mapping[Key, views.PodView]]
@@ -62,7 +61,7 @@ class PodsSeen:
         return self.namespace == sr.spec.namespace and self.sr_name == sr.name and self.sr_uid == sr.uid
 
 
-def owner_uids(objects: Iterable[observed_.LiveObject]) -> frozenset[str]:
+def owner_uids(objects: Iterable[live_records.LiveObject]) -> frozenset[str]:
     """The uids of the owned DaemonSets and Jobs, whose pods the planner reads."""
     return frozenset(live.uid for live in objects if live.ref.kind in _OWNER_KINDS)
 
@@ -127,7 +126,7 @@ class _Building:
     sr: sr_model.SpecialResource
     owners: frozenset[str]
     pods: dict[Key, views.PodView]
-    bare: dict[desired.ObjectRef, observed_.LiveObject]
+    bare: dict[desired.ObjectRef, live_records.LiveObject]
     relevant: dict[Key, views.PodView]
     workload: dict[Key, views.PodView]
     on_node: dict[str, dict[Key, views.PodView]]
@@ -164,7 +163,7 @@ class _Building:
             return  # the cache's very record: everything filed of it holds
         self.pods[key] = pod
         if is_bare(pod, self.sr):
-            live = observed_.LiveObject(ref=ref, uid=pod.uid, phase=pod.phase, deleting=pod.deleting)
+            live = live_records.LiveObject(ref=ref, uid=pod.uid, phase=pod.phase, deleting=pod.deleting)
             self.bare[ref] = live
         else:
             self.bare.pop(ref, None)
@@ -200,6 +199,6 @@ def is_bare(pod: views.PodView, sr: sr_model.SpecialResource) -> bool:
     of another kind, and (``sr`` having a uid) ``sr`` itself as its controller."""
     return (
         pod.labels.get(sr_model.OWNER_LABEL) == sr.name
-        and pod.owner_kind not in observed_.POD_CONTROLLERS
+        and pod.owner_kind not in live_records.POD_CONTROLLERS
         and (not sr.uid or pod.owner_uid == sr.uid)
     )

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sro.model import desired, logpattern, progress, views
-from sro.plan import observed as observed_
+from sro.plan import live_records
 
 # Waiting reasons that will not clear by themselves soon; named in the node's reason.
 STUCK_REASONS = frozenset(
@@ -220,7 +220,7 @@ def logs_verdict(
 
 def daemonset_on_node(
     obj: desired.DesiredObject,
-    live: observed_.LiveObject | None,
+    live: live_records.LiveObject | None,
     pods: Sequence[views.PodView],
     *,
     logs: Mapping[str, Mapping[str, str]],
@@ -250,7 +250,7 @@ def daemonset_on_node(
         if not p.deleting
         and (
             p.template_generation == generation
-            or (current_hash and p.labels.get(observed_.REVISION_HASH) == current_hash)
+            or (current_hash and p.labels.get(live_records.REVISION_HASH) == current_hash)
         )
     ]
     if not current and previous_counts and live.update_strategy == "OnDelete":
@@ -299,7 +299,7 @@ def pod_verdict(
     return waiting(f"pod {pod.name} is {pod.phase}")
 
 
-def _condition_true(live: observed_.LiveObject, kind: str) -> bool:
+def _condition_true(live: live_records.LiveObject, kind: str) -> bool:
     condition = live.conditions.get(kind)
     return condition is not None and condition.status == "True"
 
@@ -316,7 +316,7 @@ def reads_status(kind: str) -> bool:
     return kind in STATUS_READ
 
 
-def withdrawn_only(live: observed_.LiveObject, pods: Sequence[views.PodView]) -> bool:
+def withdrawn_only(live: live_records.LiveObject, pods: Sequence[views.PodView]) -> bool:
     """Whether a Deployment's or StatefulSet's status counts fewer ready replicas than it
     has only because the node controller withdrew ``Ready`` from some of its ``pods``: its
     running pods, counting a withdrawn ``Ready`` as ``Ready`` (``views.PodView.judged``),
@@ -338,7 +338,7 @@ def withdrawn_only(live: observed_.LiveObject, pods: Sequence[views.PodView]) ->
 
 def cluster_object(
     obj: desired.DesiredObject,
-    live: observed_.LiveObject | None,
+    live: live_records.LiveObject | None,
     pods: Sequence[views.PodView] = (),
 ) -> Verdict:
     """Readiness of an object that is not placed per node (Pods are ``pod_verdict``'s);

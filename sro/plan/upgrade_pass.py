@@ -13,8 +13,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from sro.model import desired, times, views
-from sro.plan import lifecycle, node_patches, upgrade_jobs
-from sro.plan import observed as observed_
+from sro.plan import lifecycle, live_records, node_patches, upgrade_jobs
 from sro.plan import upgrade_records as records
 
 
@@ -77,5 +76,7 @@ class Pass:
 def running(pods: Sequence[views.PodView]) -> Mapping[str, str]:
     """Each DaemonSet's revision hash among a node's outdated pods: what it ran so far."""
     return {
-        p.owner_name: p.labels[observed_.REVISION_HASH] for p in pods if observed_.REVISION_HASH in p.labels
+        p.owner_name: p.labels[live_records.REVISION_HASH]
+        for p in pods
+        if live_records.REVISION_HASH in p.labels
     }

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sro.model import crd_limits, desired, records, views
-from sro.plan import lifecycle
+from sro.plan import lifecycle, live_records
 from sro.plan import observed as observed_
 
 LABEL = lifecycle.UPGRADE
@@ -158,7 +158,7 @@ def replacing(sr_name: str, seen: observed_.Observed) -> frozenset[str]:
     return frozenset(name for name, node in seen.nodes.items() if seen.own_labels(node).get(key) in NEW_POD)
 
 
-def upgraded(seen: observed_.Observed) -> Mapping[str, observed_.LiveObject]:
+def upgraded(seen: observed_.Observed) -> Mapping[str, live_records.LiveObject]:
     """The live ``OnDelete`` DaemonSets sro upgrades, by uid."""
     return {
         live.uid: live
@@ -181,7 +181,7 @@ def outdated(seen: observed_.Observed) -> Mapping[str, tuple[views.PodView, ...]
         if int(pod.template_generation) >= live.template_generation:
             continue
         now = current.get(live.uid)
-        if now is not None and pod.labels.get(observed_.REVISION_HASH) == now.hash:
+        if now is not None and pod.labels.get(live_records.REVISION_HASH) == now.hash:
             continue  # the template went back to the one this pod runs
         found.setdefault(pod.node, []).append(pod)
     return {node: tuple(pods) for node, pods in found.items()}

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from sro.model import desired, views
+from sro.plan import live_records
 from sro.plan import observed as observed_
 from sro.plan import upgrade_records as records
 
@@ -65,7 +66,7 @@ def runs_previous(
     revision (its driver was never replaced: nothing to roll back)."""
     for name, hash_ in rec.previous.items():
         pods = seen.daemonset_pods(_ds_ref(wanted, name), node)
-        if not any(not p.deleting and p.labels.get(observed_.REVISION_HASH) == hash_ for p in pods):
+        if not any(not p.deleting and p.labels.get(live_records.REVISION_HASH) == hash_ for p in pods):
             return False
     return True
 
@@ -141,7 +142,7 @@ def step(
     wrong: list[views.PodView] = []
     for name, hash_ in back.hashes.items():
         pods = seen.daemonset_pods(_ds_ref(wanted, name), node)
-        wrong.extend(p for p in pods if not p.deleting and p.labels.get(observed_.REVISION_HASH) != hash_)
+        wrong.extend(p for p in pods if not p.deleting and p.labels.get(live_records.REVISION_HASH) != hash_)
     if not wrong and complete:
         return Step(phase=records.ROLLED_BACK)
     if elapsed >= ROLLBACK_TIMEOUT:

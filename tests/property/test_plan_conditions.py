@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sro.errors import Location
 from sro.model import desired, views
-from sro.plan import observed, planner, pod_retries
+from sro.plan import live_records, observed, planner, pod_retries
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -72,7 +72,7 @@ def _pod_world(
     seen = observed.Observed(
         generation=1,
         nodes={"n1": views.NodeView(name="n1")},
-        objects={pod_obj.ref: observed.LiveObject(ref=pod_obj.ref, uid=failed_uid)},
+        objects={pod_obj.ref: live_records.LiveObject(ref=pod_obj.ref, uid=failed_uid)},
         pods=(pod,),
         retries={pod_obj.ref: record} if record else {},
     )

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from sro.errors import Location
 from sro.model import desired, progress, views
-from sro.plan import lifecycle, observed, planner
+from sro.plan import lifecycle, live_records, observed, planner
 
 pytestmark = pytest.mark.unit
 
@@ -63,12 +63,12 @@ def worlds(draw: st.DrawFn) -> tuple[desired.DesiredState, observed.Observed]:
         nodes=tuple(nodes),
         kernel_groups=dict.fromkeys(nodes, K),
     )
-    live: dict[desired.ObjectRef, observed.LiveObject] = {}
+    live: dict[desired.ObjectRef, live_records.LiveObject] = {}
     pods: list[views.PodView] = []
     for o in objects:
         if not draw(st.booleans()):
             continue
-        live[o.ref] = observed.LiveObject(
+        live[o.ref] = live_records.LiveObject(
             ref=o.ref, uid=f"u-{o.ref.name}", generation=1, template_generation=1
         )
         if o.kind == "Pod":

@@ -16,7 +16,7 @@ from typing import Any
 
 from sro.errors import Location
 from sro.model import desired, logpattern, views
-from sro.plan import actions, lifecycle, observed, planner
+from sro.plan import actions, lifecycle, live_records, observed, planner
 
 SR = "gpu"
 NS = "gpu-ns"
@@ -102,11 +102,11 @@ def node(name: str, labels: Mapping[str, str] | None = None, **kw: Any) -> views
     return views.NodeView(name=name, labels=dict(labels or {}), ready=True, **kw)
 
 
-def live(o: desired.DesiredObject, **kw: Any) -> observed.LiveObject:
+def live(o: desired.DesiredObject, **kw: Any) -> live_records.LiveObject:
     kw.setdefault("uid", f"uid-{o.ref.name}")
     kw.setdefault("generation", 1)
     kw.setdefault("template_generation", kw["generation"])
-    return observed.LiveObject(ref=o.ref, **kw)
+    return live_records.LiveObject(ref=o.ref, **kw)
 
 
 def container(name: str = "main", **kw: Any) -> views.ContainerState:
@@ -178,7 +178,7 @@ def failed_pod(p: desired.DesiredObject, *, uid: str = "", exit_code: int = 1) -
 def seen(
     nodes: Iterable[views.NodeView],
     *,
-    objects: Iterable[observed.LiveObject] = (),
+    objects: Iterable[live_records.LiveObject] = (),
     pods: Iterable[views.PodView] = (),
     **kw: Any,
 ) -> observed.Observed:
@@ -211,7 +211,7 @@ class World:
 
     desired: desired.DesiredState
     nodes: dict[str, views.NodeView]
-    objects: dict[desired.ObjectRef, observed.LiveObject] = field(default_factory=dict)
+    objects: dict[desired.ObjectRef, live_records.LiveObject] = field(default_factory=dict)
     pods: dict[tuple[str, str], views.PodView] = field(default_factory=dict)
     status: Mapping[str, Any] = field(default_factory=dict)
     retries: Mapping[desired.ObjectRef, observed.Retry] = field(default_factory=dict)

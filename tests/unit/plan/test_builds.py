@@ -21,7 +21,7 @@ from builders import K1, K2, SR, ds, node, node_pods, obj, states, wanted
 from test_images import IMAGE_K1, IMAGE_K2, Checked, exists, missing, unreachable
 
 from sro.model import desired, views
-from sro.plan import builds, observed, planner
+from sro.plan import builds, live_records, observed, planner
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -59,10 +59,10 @@ def jobs(w: Checked) -> list[str]:
     return sorted(r.name for r in w.objects if r.kind == "Job")
 
 
-def finish_job(w: Checked, name: str, kind: str, *, message: str = "") -> observed.LiveObject:
+def finish_job(w: Checked, name: str, kind: str, *, message: str = "") -> live_records.LiveObject:
     ref = next(r for r in w.objects if r.name == name)
     since = w.now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    done = observed.ObjectCondition(status="True", reason=kind, message=message, since=since)
+    done = live_records.ObjectCondition(status="True", reason=kind, message=message, since=since)
     w.objects[ref] = replace(w.objects[ref], uid=f"uid-{name}", conditions={kind: done})
     return w.objects[ref]
 

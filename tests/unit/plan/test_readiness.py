@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from builders import bare_pod, container, ds, ds_pod, failed_pod, live, obj
 
-from sro.plan import observed, readiness
+from sro.plan import live_records, readiness
 from sro.plan.readiness import Outcome
 
 pytestmark = pytest.mark.unit
@@ -66,10 +66,10 @@ def test_the_template_generation_annotation_wins_over_metadata_generation() -> N
             "name": "driver",
             "namespace": "gpu-ns",
             "generation": 5,
-            "annotations": {observed.DS_TEMPLATE_GENERATION: "4"},
+            "annotations": {live_records.DS_TEMPLATE_GENERATION: "4"},
         },
     }
-    view = observed.LiveObject.from_body(body)
+    view = live_records.LiveObject.from_body(body)
     verdict = readiness.daemonset_on_node(DRIVER, view, [ds_pod(DRIVER, "n1", generation=4)], logs=NO_LOGS)
     assert (view.generation, view.template_generation) == (5, 4)
     assert verdict.outcome is Outcome.READY

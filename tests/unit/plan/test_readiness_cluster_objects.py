@@ -17,14 +17,14 @@ from dataclasses import replace
 import pytest
 from builders import live, obj, replica_pod
 
-from sro.plan import observed, readiness
+from sro.plan import live_records, observed, readiness
 from sro.plan.readiness import Outcome
 
 pytestmark = pytest.mark.unit
 
 
-def _conditions(**status: str) -> dict[str, observed.ObjectCondition]:
-    return {k: observed.ObjectCondition(status=v, reason=f"{k}Reason") for k, v in status.items()}
+def _conditions(**status: str) -> dict[str, live_records.ObjectCondition]:
+    return {k: live_records.ObjectCondition(status=v, reason=f"{k}Reason") for k, v in status.items()}
 
 
 JOB = obj("Job", "build", "state-build")
@@ -70,7 +70,7 @@ TABLE = [
     ("o", "view", "outcome"), TABLE, ids=[f"{o.kind}-{i}" for i, (o, _, _) in enumerate(TABLE)]
 )
 def test_each_kind_follows_its_readiness_rule(
-    o: object, view: observed.LiveObject | None, outcome: Outcome
+    o: object, view: live_records.LiveObject | None, outcome: Outcome
 ) -> None:
     assert isinstance(o, type(JOB))
     assert readiness.cluster_object(o, view).outcome is outcome
@@ -165,7 +165,7 @@ def test_live_projection_reads_min_ready_seconds() -> None:
         "metadata": {"name": "g"},
         "spec": {"minReadySeconds": 7},
     }
-    assert observed.LiveObject.from_body(body).min_ready_seconds == 7
+    assert live_records.LiveObject.from_body(body).min_ready_seconds == 7
 
 
 def test_a_failed_job_names_its_reason() -> None:
@@ -185,7 +185,7 @@ def test_live_projection_reads_replicas_and_conditions_from_a_body() -> None:
             "conditions": [{"type": "Available", "status": "True"}],
         },
     }
-    view = observed.LiveObject.from_body(body)
+    view = live_records.LiveObject.from_body(body)
     assert (view.replicas, view.available_replicas, view.observed_generation, view.uid) == (1, 1, 4, "u1")
     assert view.conditions["Available"].status == "True"
     assert readiness.cluster_object(DEPLOY, view).outcome is Outcome.READY

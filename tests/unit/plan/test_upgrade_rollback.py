@@ -24,7 +24,7 @@ from builders import T0, ds_pod, live, node, seen, states, wanted
 from upgrade_builders import DRIVER, LABEL, NOTE, REVISION, TEMPLATE, _changes, _record
 
 from sro.model import upgrade_policy, views
-from sro.plan import actions, observed, planner, upgrade_records
+from sro.plan import actions, live_records, planner, upgrade_records
 from sro.status import conditions
 
 pytestmark = pytest.mark.unit
@@ -33,23 +33,25 @@ OLD_TEMPLATE = {"metadata": {"labels": {"app": "driver"}}, "spec": {"containers"
 ROLLBACK = upgrade_policy.UpgradePolicy(max_unavailable="2", max_parallel=1, max_failed_nodes=1)
 
 
-def _revisions(*, reverted: bool) -> tuple[observed.Revision, ...]:
+def _revisions(*, reverted: bool) -> tuple[live_records.Revision, ...]:
     """The DaemonSet controller's history: ``old`` (what nodes ran) and ``new`` (the
     failed template); ``old`` is current again once the DaemonSet was reverted."""
     return (
-        observed.Revision(
+        live_records.Revision(
             name="driver-old",
             owner_uid="uid-driver",
             hash="old",
             number=3 if reverted else 1,
             template=OLD_TEMPLATE,
         ),
-        observed.Revision(name="driver-new", owner_uid="uid-driver", hash="new", number=2, template=TEMPLATE),
+        live_records.Revision(
+            name="driver-new", owner_uid="uid-driver", hash="new", number=2, template=TEMPLATE
+        ),
     )
 
 
 def _hashed(pod: views.PodView, hash_: str) -> views.PodView:
-    return replace(pod, labels={**pod.labels, observed.REVISION_HASH: hash_})
+    return replace(pod, labels={**pod.labels, live_records.REVISION_HASH: hash_})
 
 
 def _rolling(
@@ -62,7 +64,7 @@ def _rolling(
     since: str = "2026-11-22T06:00:00Z",
     moved_on: bool = False,
     n00_ready: bool = True,
-    history: tuple[observed.Revision, ...] | None = None,
+    history: tuple[live_records.Revision, ...] | None = None,
     **record: Any,
 ) -> actions.Plan:
     """Four nodes; n00 failed on the new driver (``phase``), the others never started.
@@ -80,7 +82,7 @@ def _rolling(
     cached = live(DRIVER, generation=4 if moved_on else 3 if reverted else 2, update_strategy="OnDelete")
     history = _revisions(reverted=reverted) if history is None else history
     if moved_on:
-        newer = observed.Revision(
+        newer = live_records.Revision(
             name="driver-newer", owner_uid="uid-driver", hash="newer", number=4, template={}
         )
         history = (*history, newer)

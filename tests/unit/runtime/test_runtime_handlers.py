@@ -7,7 +7,7 @@ import pytest
 from sro import errors
 from sro.cache import projections, store
 from sro.model import desired, specialresource, views
-from sro.plan import observed, readiness
+from sro.plan import live_records, readiness
 from sro.runtime import handlers
 
 pytestmark = pytest.mark.unit
@@ -241,7 +241,7 @@ def test_the_kinds_whose_status_is_not_read_have_verdicts_that_ignore_it() -> No
         verdicts = {
             readiness.cluster_object(
                 want,
-                observed.LiveObject.from_body(
+                live_records.LiveObject.from_body(
                     {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}, "status": st}
                 ),
             ).outcome
