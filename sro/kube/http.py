@@ -72,7 +72,8 @@ def _never(exc: BaseException) -> bool:
 
 
 def _session(endpoint: kconfig.Endpoint, *, pool_size: int) -> aiohttp.ClientSession:
-    """The one session every request and watch goes through.
+    """The session every watch goes through, and every request to a server behind a
+    proxy (the others go over ``sro.kube.pool``'s connections).
 
     It does not trust the environment: aiohttp would then look ``~/.netrc`` up on an
     executor thread for every request sent without an ``auth`` argument (every request
