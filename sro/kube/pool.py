@@ -273,6 +273,10 @@ class Pool:
             self._waiting.append(waiter)
             try:
                 await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake()  # woken, then cancelled before it ran: the turn goes on
+                raise
             finally:
                 if waiter in self._waiting:
                     self._waiting.remove(waiter)

@@ -207,6 +207,24 @@ async def test_requests_wait_for_a_connection_beyond_the_pool_size(served: tuple
     assert server.connections == 2
 
 
+async def test_a_waiter_cancelled_once_woken_hands_its_turn_on(served: tuple[Server, pool.Pool]) -> None:
+    server, connections = served
+    first, _ = await connections._acquire()
+    second, _ = await connections._acquire()  # the pool's two connections, both in use
+    woken = asyncio.create_task(connections._acquire())
+    after = asyncio.create_task(connections._acquire())
+    await asyncio.sleep(0)  # one loop turn: each task runs to its wait
+    assert len(connections._waiting) == 2
+    connections._release(first, keep=True)  # wakes ``woken``...
+    woken.cancel()  # ...which is cancelled before it runs
+    got, reused = await asyncio.wait_for(after, timeout=5)  # the turn passed on, not lost
+    assert got is first and reused
+    assert woken.cancelled()
+    connections._release(second, keep=True)
+    connections._release(got, keep=True)
+    assert server.connections == 2
+
+
 async def test_a_cancelled_exchange_closes_its_connection(served: tuple[Server, pool.Pool]) -> None:
     server, connections = served
     server.hold.clear()
