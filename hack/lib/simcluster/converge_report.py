@@ -140,7 +140,8 @@ def table(figures: Mapping[str, Any]) -> str:
         ),
         *([("sro / labelled floor", f"{f['labelled_ratio']:.2f}x")] if "labelled_ratio" in f else []),
         ("sro CPU during convergence", f"{f['sro']['cpu_seconds']:.1f} CPU-s"),
-        ("sro peak RSS", f"{f['sro']['peak_rss_mb']:.0f} MB"),
+        # VmHWM in MiB (2^20 bytes), and in MB (10^6) beside it: targets are given in either
+        ("sro peak RSS", f"{(rss := f['sro']['peak_rss_mb']):.0f} MiB ({rss * 2**20 / 1e6:.0f} MB)"),
         (
             "sro requests during convergence",
             f"{f['sro']['requests']} (non-watch {f['sro']['requests_non_watch']})",
