@@ -23,6 +23,7 @@ read-only), so reads hand them out without copying.
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -85,18 +86,26 @@ class Store(Generic[V]):
         self.resource = resource
         self._epoch = next(_EPOCHS)
         self._seq = 0
-        self._journal: collections.deque[tuple[int, Key, tuple[str, ...]]] = collections.deque(
-            maxlen=JOURNAL_KEPT
-        )
+        # The journal: change number ``_seq - i`` is entry ``-1 - i`` of both logs (numbers
+        # are consecutive, so none is stored: at 32,768 entries a store, each tuple and
+        # number an entry would cost more than the keys it names).
+        self._journal_keys: collections.deque[Key] = collections.deque(maxlen=JOURNAL_KEPT)
+        self._journal_touched: collections.deque[tuple[str, ...]] = collections.deque(maxlen=JOURNAL_KEPT)
         self._journal_indexer = (indexers or {}).get(journal_index) if journal_index else None
         self._keep_gone = keep_gone
-        self._gone: collections.deque[tuple[int, V]] = collections.deque(maxlen=GONE_KEPT)
+        self._gone: collections.deque[V] = collections.deque(
+            maxlen=GONE_KEPT
+        )  # ``_gone_seq - i``: ``-1 - i``
         self._gone_seq = 0
         self._project = project
         self._project_again = project_again
         self._indexers = dict(indexers or {})
         self._items: dict[Key, V] = {}
         self._versions: dict[Key, str] = {}
+        # The key object first stored for each key: every event decodes a new, equal one,
+        # and the journal keeps tens of thousands of entries; each refers to the stored
+        # key instead of holding its own tuple and strings.
+        self._keys: dict[Key, Key] = {}
         # Invariant: _indexes[name][value] holds exactly the keys whose object yields value.
         self._indexes: dict[str, dict[str, set[Key]]] = {name: {} for name in self._indexers}
         self.synced = False
@@ -169,7 +178,7 @@ class Store(Generic[V]):
         starts from now, with nothing."""
         if cursor is None:
             return self._gone_seq, []
-        since = [value for _, value in _newer(self._gone, cursor)]
+        since = list(_newest(self._gone, self._gone_seq - cursor))
         since.reverse()
         return self._gone_seq, since
 
@@ -182,11 +191,18 @@ class Store(Generic[V]):
         """Every key changed (added, modified, deleted) after ``cursor``, with the journal
         index's values of its old and new objects; None when that is not known: no cursor,
         one of another store, or one older than the ``JOURNAL_KEPT`` last changes."""
-        if cursor is None or cursor[0] != self._epoch or not 0 <= self._seq - cursor[1] <= len(self._journal):
+        if (
+            cursor is None
+            or cursor[0] != self._epoch
+            or not 0 <= self._seq - cursor[1] <= len(self._journal_keys)
+        ):
             return None
         keys: set[Key] = set()
         values: set[str] = set()
-        for _, key, touched in _newer(self._journal, cursor[1]):
+        count = self._seq - cursor[1]
+        for key, touched in zip(
+            _newest(self._journal_keys, count), _newest(self._journal_touched, count), strict=True
+        ):
             keys.add(key)
             values.update(touched)
         return Since(keys=frozenset(keys), values=frozenset(values))
@@ -205,9 +221,12 @@ class Store(Generic[V]):
             for value in (old, new):
                 if value is not None:
                     touched.extend(indexer(value))
-        self._journal.append((self._seq, key, tuple(touched)))
+        self._journal_keys.append(key)
+        alike = len(touched) == 1 or (len(touched) == 2 and touched[0] == touched[1])
+        self._journal_touched.append(_one(touched[0]) if alike else tuple(touched))
 
     def _put(self, key: Key, version: str, new: V) -> Change[V]:
+        key = self._keys.setdefault(key, key)
         old = self._items.get(key)
         if old is not None:
             self._unindex(key, old)
@@ -218,6 +237,7 @@ class Store(Generic[V]):
         return Change(old, new)
 
     def _delete_key(self, key: Key) -> Change[V] | None:
+        key = self._keys.pop(key, key)
         old = self._items.pop(key, None)
         self._versions.pop(key, None)
         if old is None:
@@ -226,7 +246,7 @@ class Store(Generic[V]):
         self._note(key, old, None)
         if self._keep_gone is not None and self._keep_gone(old):
             self._gone_seq += 1
-            self._gone.append((self._gone_seq, old))
+            self._gone.append(old)
         return Change(old, None)
 
     def _index(self, key: Key, value: V) -> None:
@@ -245,16 +265,20 @@ class Store(Generic[V]):
                         del index[index_value]
 
 
-E = TypeVar("E", bound=tuple[Any, ...])
+E = TypeVar("E")
 
 
-def _newer(log: collections.deque[E], seq: int) -> Iterator[E]:
-    """The entries of ``log`` (each starting with its sequence number, oldest first) after
-    ``seq``, newest first."""
-    for entry in reversed(log):
-        if entry[0] <= seq:
-            return
-        yield entry
+def _newest(log: collections.deque[E], count: int) -> Iterator[E]:
+    """The last ``count`` entries of ``log`` (all it holds when it holds fewer; none for a
+    count below one), newest first."""
+    return itertools.islice(reversed(log), max(count, 0))
+
+
+@functools.lru_cache(maxsize=4096)
+def _one(value: str) -> tuple[str]:
+    """``(value,)`` held once: most changes touch one index value (a pod's node, before and
+    after), and the journal holds tens of thousands of them."""
+    return (value,)
 
 
 def _version_of(body: Mapping[str, Any]) -> str:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from types import MappingProxyType
 
 from sro.model import desired, progress, views
@@ -74,7 +74,7 @@ class Remembered:
     def phases(self) -> tuple[tuple[str, progress.Phase], ...]:
         """Each state with its phase here: what the walk counts of a node it reuses, pass
         after pass (one ``Counter`` counts them all at C speed, not a state at a time)."""
-        return tuple((state, ns.phase) for state, ns in self.states.items())
+        return _shared(tuple((state, ns.phase) for state, ns in self.states.items()))
 
     @cached_property
     def stuck(self) -> tuple[str, ...]:
@@ -85,6 +85,13 @@ class Remembered:
     def complete(self) -> bool:
         """Whether every state is complete here (the status counts such nodes every pass)."""
         return all(phase is progress.Phase.COMPLETE for _, phase in self.phases)
+
+
+@lru_cache(maxsize=views.KEPT)
+def _shared(phases: tuple[tuple[str, progress.Phase], ...]) -> tuple[tuple[str, progress.Phase], ...]:
+    """``phases`` held once however many nodes stand the same (a fleet stands in a few
+    dozen ways; each node holding its own tuples costs about 600 bytes a node)."""
+    return phases
 
 
 def same(a: Sequence[desired.DesiredObject], b: Sequence[desired.DesiredObject]) -> bool:

@@ -237,6 +237,22 @@ def test_the_journal_says_it_does_not_know_for_no_cursor_another_stores_or_one_t
     assert s.changed_since((s.cursor[0], s.cursor[1] + 1)) is None  # ahead of the store
 
 
+def test_the_journal_refers_to_the_stored_key_instead_of_one_decoded_per_event() -> None:
+    # Every watch event decodes its own, equal key; tens of thousands of journal entries
+    # each holding one would outweigh the objects they name.
+    s = journaled()
+    name = "validation-" + "x" * 200
+    for rv in range(1, 101):
+        s.upsert(pod(name, "n1", rv=str(rv)))
+    s.delete(pod(name, "n1", rv="101"))
+    assert len({id(key) for key in s._journal_keys}) == 1
+    assert len({id(touched) for touched in s._journal_touched}) == 1  # ("n1",) each time
+    assert s._keys == {}  # a deleted object's key is not kept for it
+    s.replace([pod("a", "n1")], "5")
+    s.replace([], "6")
+    assert s._keys == {} and len(s) == 0
+
+
 def test_a_store_without_a_journal_index_journals_keys_only() -> None:
     s = store.Store(resource="nodes", project=projections.node, indexers={})
     cursor = s.cursor

@@ -151,3 +151,19 @@ def test_a_plan_with_the_memo_equals_one_without_and_reuses_unchanged_nodes_part
             if rng.random() < 0.7:  # most patches land before the next pass
                 nodes[change.node] = _patched(nodes[change.node], change)
     assert reused > 0, "an unchanged node's part is reused, not computed again"
+
+
+def test_nodes_that_stand_alike_share_one_tuple_of_phases() -> None:
+    # Kept for every node pass after pass: a fleet stands in a few ways, not one per node.
+    def remembered(node: str, plugin: progress.Phase) -> walk_memo.Remembered:
+        states = {
+            "driver": progress.NodeState(phase=progress.Phase.COMPLETE),
+            "plugin": progress.NodeState(phase=plugin),
+        }
+        return walk_memo.Remembered(key=(node,), states=states, logs=())
+
+    a, b = remembered("n1", progress.Phase.PENDING), remembered("n2", progress.Phase.PENDING)
+    assert a.phases == (("driver", progress.Phase.COMPLETE), ("plugin", progress.Phase.PENDING))
+    assert a.phases is b.phases
+    assert remembered("n3", progress.Phase.COMPLETE).phases != a.phases
+    assert remembered("n3", progress.Phase.COMPLETE).complete and not a.complete
