@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
-from sro.model import bodies
+from sro.model import bodies, shared_labels
 
 NFD = "feature.node.kubernetes.io/"
 KERNEL_LABEL = NFD + "kernel-version.full"
@@ -168,7 +168,7 @@ class NodeView:
         if previous is not None and previous.labels == (raw_labels or _EMPTY):
             labels = previous.labels  # equal strings, already interned
         else:
-            labels = _frozen(raw_labels)
+            labels = shared_labels.shared(raw_labels) if raw_labels else _EMPTY
         spec = body.get("spec") or {}
         status = body.get("status") or {}
         info = status.get("nodeInfo") or {}
