@@ -93,9 +93,8 @@ class Store(Generic[V]):
         self._journal_touched: collections.deque[tuple[str, ...]] = collections.deque(maxlen=JOURNAL_KEPT)
         self._journal_indexer = (indexers or {}).get(journal_index) if journal_index else None
         self._keep_gone = keep_gone
-        self._gone: collections.deque[V] = collections.deque(
-            maxlen=GONE_KEPT
-        )  # ``_gone_seq - i``: ``-1 - i``
+        # The log of the gone, numbered the same way: ``_gone_seq - i`` is entry ``-1 - i``.
+        self._gone: collections.deque[V] = collections.deque(maxlen=GONE_KEPT)
         self._gone_seq = 0
         self._project = project
         self._project_again = project_again
