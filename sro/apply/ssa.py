@@ -101,7 +101,13 @@ class Writer:
         self, body: Mapping[str, Any], *, dry_run: bool = False, subresource: str = "", digest: str = ""
     ) -> dict[str, Any]:
         """Server-side apply ``body``; with ``dry_run`` the server validates and writes nothing.
-        ``digest``: the body's ``diff.desired_hash``, when the caller computed it already."""
+        ``digest``: the body's ``diff.desired_hash``, when the caller computed it already.
+
+        The answer of a real apply is the object's metadata only (``http.METADATA``, read as
+        ``bodies.ObjectBody``): its resourceVersion is what callers read, and a pod sent
+        back whole, for each of the thousands a converging fleet applies, costs the API
+        server its encoding and sro its decoding. A dry run answers with the whole object,
+        which ``sro diff`` compares."""
         ref = desired.ObjectRef.of(body)
         path, plural = await self._path(ref, subresource=subresource)
         sent = diff.stamped(body, digest=digest) if not subresource else dict(body)
@@ -122,6 +128,8 @@ class Writer:
                     content_type=http.APPLY_PATCH,
                     resource=plural,
                     guard=self._guard(f"apply {ref}"),
+                    accept=http.JSON if dry_run else http.METADATA,
+                    decode_as=decode.loads if dry_run else _METADATA,
                 )
             except errors.Conflict:
                 if attempt == CONFLICT_ATTEMPTS:

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
 
 from sro.cache import projections
 from sro.engine import drains, node_writes, pod_logs, ports, upgrade_jobs, writes
+from sro.engine import sent as sent_
 from sro.model import desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import actions, lifecycle, outcomes
@@ -62,7 +63,7 @@ async def execute(
     nodes: tuple[views.NodeView, ...],
     live: Mapping[desired.ObjectRef, projections.ObjectView],
     foreign: Mapping[desired.ObjectRef, projections.ObjectView],
-    sent: MutableMapping[desired.ObjectRef, tuple[str, int]],
+    sent: sent_.Sent,
     logs: dict[str, Mapping[str, str]],
     reads: pod_logs.Reads,
     lagging: frozenset[tuple[str, str]],

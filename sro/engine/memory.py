@@ -17,6 +17,7 @@ from datetime import datetime
 
 from sro.cache import store as store_
 from sro.engine import compute, execute, pod_logs, ports
+from sro.engine import sent as sent_
 from sro.model import bodies, desired, views
 from sro.model import specialresource as sr_model
 from sro.plan import actions, finish, inputs, node_loss, pods_seen, walk_memo
@@ -41,7 +42,7 @@ class Memory:
     log_reads: dict[str, datetime] = field(default_factory=dict)  # when each pod's tails were last asked for
     transient: finish.Transient | None = None
     summary: tuple[object, ...] = ()  # what peers saw of it last time (engine.peers.Peers.note)
-    sent: dict[desired.ObjectRef, tuple[str, int]] = field(default_factory=dict)  # writes.apply_objects
+    sent: sent_.Sent = field(default_factory=sent_.Sent)  # writes.apply_objects
     rendered: compute.Rendered | None = None  # the last render, reused while its inputs hold
     held: node_loss.Memory = node_loss.EMPTY  # nodes selected last time, and those held since
     drained: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # what drains left, by node
@@ -197,6 +198,5 @@ class Memory:
         self.node_answers = answers
         self.jobs = executed.jobs
         if wanted is not self.pruned_for:  # a render reused wants every object it wanted
-            kept = {o.ref for o in wanted.objects}
-            self.sent = {ref: h for ref, h in self.sent.items() if ref in kept}
+            self.sent.keep({o.ref for o in wanted.objects})
             self.pruned_for = wanted

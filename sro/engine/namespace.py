@@ -16,7 +16,8 @@ from typing import Any
 import structlog
 
 from sro import errors
-from sro.engine import ports, writes
+from sro.engine import ports
+from sro.engine import sent as sent_
 from sro.model import desired
 from sro.model import specialresource as sr_model
 from sro.plan import inputs, outcomes
@@ -54,7 +55,7 @@ def current_labels(reader: ports.Reader, sr: sr_model.SpecialResource) -> Mappin
 
 def _body(sr: sr_model.SpecialResource, labels: Mapping[str, str]) -> dict[str, Any]:
     meta = {"name": sr.spec.namespace, "labels": dict(labels)}
-    return writes.owned_body({"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, sr)
+    return sent_.owned_body({"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, sr)
 
 
 async def create(

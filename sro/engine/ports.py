@@ -68,7 +68,8 @@ class Writer(Protocol):
         self, body: Mapping[str, Any], *, dry_run: bool = False, digest: str = ""
     ) -> Mapping[str, Any]:
         """Server-side apply under the operator's field manager (force); ``digest``: the
-        body's ``apply.diff.desired_hash``, when the caller has it (else it is computed)."""
+        body's ``apply.diff.desired_hash``, when the caller has it (else it is computed).
+        The answer: the object's metadata (a dry run: the whole object)."""
         ...
 
     async def delete(self, ref: desired.ObjectRef, *, uid: str = "") -> bool:
@@ -84,7 +85,8 @@ class Writer(Protocol):
         ...
 
     async def apply_status(self, ref: desired.ObjectRef, status: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Server-side apply of ``status`` through the status subresource."""
+        """Server-side apply of ``status`` through the status subresource; the answer:
+        the object's metadata."""
         ...
 
     async def set_finalizers(

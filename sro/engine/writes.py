@@ -18,7 +18,7 @@ retry with backoff and show it; other states go on in both cases.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from sro import errors
 from sro.apply import diff
 from sro.cache import projections
 from sro.engine import ports, waves
+from sro.engine import sent as sent_
 from sro.model import bodies as api_bodies
 from sro.model import desired
 from sro.model import specialresource as sr_model
@@ -50,15 +51,13 @@ def unsent(
     objects: Sequence[desired.DesiredObject],
     *,
     sr: sr_model.SpecialResource,
-    sent: Mapping[desired.ObjectRef, tuple[str, int]],
+    sent: sent_.Sent,
 ) -> tuple[desired.DesiredObject, ...]:
     """``objects`` this process has not applied with the same body before. For the pods
     that follow a node's label patch: while a watch stalls, every pass patches the node
     again and would apply its pod again, although the pod is there; once the caches show
     the labels and the pod, the regular path (``apply_objects``) takes over."""
-    return tuple(
-        o for o in objects if (sent.get(o.ref) or ("", 0))[0] != diff.desired_hash(owned_body(o.body, sr))
-    )
+    return tuple(o for o in objects if (sent.applied(o.ref) or ("", 0))[0] != sent.owned(o, sr)[1])
 
 
 def merged(first: WriteReport, second: WriteReport) -> WriteReport:
@@ -71,28 +70,6 @@ def merged(first: WriteReport, second: WriteReport) -> WriteReport:
     )
 
 
-def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
-    labels = dict(meta.get("labels") or {})
-    labels[sr_model.OWNER_LABEL] = sr_name
-    return {**meta, "labels": labels}
-
-
-def owned_body(body: Mapping[str, Any], sr: sr_model.SpecialResource) -> dict[str, Any]:
-    """``body`` with the owner label and an owner reference to ``sr`` (kept if already there).
-
-    Rendering already labels recipe objects and their pod templates (``hooks.ownership``);
-    the label is set here too for the objects the engine makes itself.
-    """
-    meta = _labelled(body.get("metadata") or {}, sr.name)
-    refs = [
-        r
-        for r in meta.get("ownerReferences") or ()
-        if r.get("uid") != sr.uid and not (r.get("kind") == sr_model.KIND and r.get("name") == sr.name)
-    ]
-    meta["ownerReferences"] = [*refs, sr.owner_reference()]
-    return {**body, "metadata": meta}
-
-
 async def apply_objects(
     writer: ports.Writer,
     planned: Sequence[desired.DesiredObject],
@@ -103,7 +80,7 @@ async def apply_objects(
     opening: frozenset[str],
     blocks: Mapping[str, frozenset[str]],
     limit: int = waves.DEFAULT_LIMIT,
-    sent: MutableMapping[desired.ObjectRef, tuple[str, int]] | None = None,
+    sent: sent_.Sent | None = None,
     lagging: frozenset[tuple[str, str]] = frozenset(),
 ) -> WriteReport:
     """Apply the plan's objects in its order; dry-run the plan's ``opening`` states first.
@@ -124,16 +101,16 @@ async def apply_objects(
     hold that a direct read finds made by someone else (namespaced objects live in the
     operand namespace, which sro created). Both are ``ForeignObject`` failures.
     """
-    bodies = [(obj, owned_body(obj.body, sr)) for obj in planned]
-    memory = sent if sent is not None else {}
+    memory = sent if sent is not None else sent_.Sent()
+    bodies = [(obj, *memory.owned(obj, sr)) for obj in planned]
     failures: list[outcomes.Failure] = []
     blocked: set[str] = set()
     applied = 0
 
-    async def dry_run(item: tuple[desired.DesiredObject, dict[str, Any]]) -> None:
-        obj, body = item
+    async def dry_run(item: tuple[desired.DesiredObject, dict[str, Any], str]) -> None:
+        obj, body, digest = item
         try:
-            await writer.apply(body, dry_run=True)
+            await writer.apply(body, dry_run=True, digest=digest)
         except errors.NotFound as exc:
             # The operand namespace or a CRD of the same state is not there yet: the real
             # apply, in order, decides.
@@ -144,9 +121,9 @@ async def apply_objects(
             )
             blocked.add(obj.state)
 
-    async def apply(item: tuple[desired.DesiredObject, dict[str, Any]]) -> None:
+    async def apply(item: tuple[desired.DesiredObject, dict[str, Any], str]) -> None:
         nonlocal applied
-        obj, body = item
+        obj, body, digest = item
         if obj.state in blocked:
             return
         current = live.get(obj.ref)
@@ -157,9 +134,8 @@ async def apply_objects(
             return
         kind_lags = (obj.ref.api_version, obj.ref.kind) in lagging
         cached = api_bodies.version_number(current.resource_version) if current is not None else None
-        digest = diff.desired_hash(body)  # once: each check below and the apply's stamp need it
         if diff.already_sent(
-            body, sent=memory.get(obj.ref), cached_version=cached, kind_lagging=kind_lags, digest=digest
+            body, sent=memory.applied(obj.ref), cached_version=cached, kind_lagging=kind_lags, digest=digest
         ):
             return
         if not diff.needs_apply(body, current.body if current is not None else None, digest=digest):
@@ -167,7 +143,7 @@ async def apply_objects(
         try:
             answer = await writer.apply(body, digest=digest)
             returned = api_bodies.version_of(answer)
-            memory[obj.ref] = (digest, returned)
+            memory.record(obj.ref, digest=digest, version=returned)
             applied += 1
         except errors.SroError as exc:
             failures.append(outcomes.Failure(state=obj.state, ref=obj.ref, error=exc, source=obj.source))

@@ -10,6 +10,7 @@ alike after a fresh read and after a patch.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from sro.model import views
 
@@ -42,6 +43,18 @@ class ByNode(Mapping[str, tuple[views.PodView, ...]]):
         made = self._made.get(node)
         if made is None:
             made = self._made[node] = in_order(self._on[node])
+        return made
+
+    def get(self, node: str, default: Any = None) -> Any:
+        """``Mapping.get`` in one call: every walk of a node reads its pods this way, and
+        the generic one calls ``__getitem__`` and catches a ``KeyError`` for a node that
+        has none."""
+        made = self._made.get(node)
+        if made is None:
+            pods = self._on.get(node)
+            if pods is None:
+                return default
+            made = self._made[node] = in_order(pods)
         return made
 
     def __iter__(self) -> Iterator[str]:

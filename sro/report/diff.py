@@ -4,7 +4,7 @@ An administrator editing a SpecialResource, or moving to a new recipe, wants to 
 writes first, as ``kubectl diff`` shows them for a manifest. This renders with the code
 ``run`` uses (``hooks.pipeline.render_desired`` over the live nodes, version and served
 kinds, as ``sro render --live`` does), adds what the engine adds (the owner label and
-reference, ``engine.writes.owned_body``), and asks the same question ``run`` asks
+reference, ``engine.sent.owned_body``), and asks the same question ``run`` asks
 (``apply.diff.needs_apply``). Where the answer is yes, the API server's own answer to a
 server-side-apply dry run is compared with the live object, so defaults and merges are
 the server's, not a guess. Objects the SpecialResource owns that it no longer renders
@@ -37,7 +37,8 @@ from sro import settings as settings_
 from sro.apply import diff as apply_diff
 from sro.apply import ssa
 from sro.cache import projections
-from sro.engine import recipes, writes
+from sro.engine import recipes
+from sro.engine import sent as sent_
 from sro.hooks import builds, offline, pipeline
 from sro.kube import discovery, http
 from sro.model import desired, views
@@ -264,7 +265,7 @@ def opening(
 async def _change(
     reader: ssa.Writer, obj: desired.DesiredObject, sr: srmodel.SpecialResource, *, create: bool
 ) -> list[Change]:
-    body = apply_diff.stamped(writes.owned_body(obj.body, sr) if sr.uid else dict(obj.body))
+    body = apply_diff.stamped(sent_.owned_body(obj.body, sr) if sr.uid else dict(obj.body))
     try:
         live: dict[str, Any] | None = await reader.get(obj.ref)
     except errors.NotFound:

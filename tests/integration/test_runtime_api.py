@@ -2,7 +2,8 @@
 
 Covers: a missing object is ``NotFound``; creating an existing one is ``Conflict``; an
 invalid object is refused by a server-side dry run with field causes and nothing is
-written; a CRD installed after discovery started is found on first use; status is
+written, and a valid one answers whole; a real apply and a status apply answer with the
+object's metadata only; a CRD installed after discovery started is found on first use; status is
 applied through the status subresource; deletes honour the propagation policy; a write
 fenced while it waits for the client's rate limit is never sent; concurrent applies each
 get their own answer or refusal. Writes to nodes are ``test_runtime_node_writes``'s
@@ -57,9 +58,15 @@ async def test_a_dry_run_refuses_an_invalid_object_with_causes_and_writes_nothin
         with pytest.raises(errors.Invalid) as invalid:
             await writer.apply(bad, dry_run=True)
         assert any(c.field.startswith("spec.") for c in invalid.value.causes)
-        good = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry", "namespace": namespace}}
+        good = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "dry", "namespace": namespace},
+            "data": {"k": "v"},
+        }
         answer = await writer.apply(good, dry_run=True)
         assert answer["metadata"]["name"] == "dry"
+        assert answer["data"] == {"k": "v"}, "a dry run answers with the whole object (sro diff reads it)"
         ref = desired.ObjectRef.of(good)
         with pytest.raises(errors.NotFound):
             await writer.get(ref)
@@ -86,10 +93,15 @@ async def test_a_crd_installed_later_is_discovered_and_its_status_is_applied(
             }
             created = await writer.apply(widget)
             assert created["metadata"]["annotations"]["sro.dev/applied-hash"]
+            assert "spec" not in created, "a real apply answers with the object's metadata only"
             again = await writer.apply(widget)
             assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
             ref = desired.ObjectRef.of(widget)
-            await writer.apply_status(ref, {"phase": "Ready"})
+            status_answer = await writer.apply_status(ref, {"phase": "Ready"})
+            assert int(status_answer["metadata"]["resourceVersion"]) > int(
+                created["metadata"]["resourceVersion"]
+            )
+            assert "status" not in status_answer and "spec" not in status_answer
             assert (await writer.get(ref))["status"] == {"phase": "Ready"}
             await writer.apply_status(ref, {"phase": "Done"})
             assert (await writer.get(ref))["status"]["phase"] == "Done"
@@ -108,9 +120,12 @@ async def test_a_crd_installed_later_is_discovered_and_its_status_is_applied(
 async def test_foreground_deletion_waits_for_dependents(cluster: Any, namespace: str) -> None:
     async with await http.Api.connect(api_settings(cluster)) as api:
         writer = ssa.Writer(api=api, discovery=discovery.Discovery(api))
-        owner = await writer.apply(
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner", "namespace": namespace}}
-        )
+        owner_body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "owner", "namespace": namespace},
+        }
+        owner = await writer.apply(owner_body)
         ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
         await writer.apply(
             {
@@ -119,7 +134,7 @@ async def test_foreground_deletion_waits_for_dependents(cluster: Any, namespace:
                 "metadata": {"name": "child", "namespace": namespace, "ownerReferences": [ref]},
             }
         )
-        owner_ref = desired.ObjectRef.of(owner)
+        owner_ref = desired.ObjectRef.of(owner_body)
         assert await writer.delete(owner_ref, propagation="Foreground")
         child = desired.ObjectRef(api_version="v1", kind="ConfigMap", namespace=namespace, name="child")
 
