@@ -147,7 +147,7 @@ def node_changes(
             continue
         want = _needs_taint(name, node, taint=taint, wanted=wanted, seen=seen, walked=walked, verdict=verdict)
         taints = (*seen.taints, taint) if want else seen.taints
-        needed = node_patches.taint_patch(node, sr_name=wanted.sr_name, wanted=taints) is not None
+        needed = node_patches.taints_change(node, sr_name=wanted.sr_name, wanted=taints)
         change = by_node.get(name)
         if change is None and not needed and name not in verdict.held:
             continue

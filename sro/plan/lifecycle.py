@@ -126,8 +126,7 @@ def _diff(
 def _taints(
     node: views.NodeView, *, sr_name: str, wanted: tuple[views.Taint, ...]
 ) -> tuple[views.Taint, ...] | None:
-    patch = node_patches.taint_patch(node, sr_name=sr_name, wanted=wanted)
-    return None if patch is None else wanted
+    return wanted if node_patches.taints_change(node, sr_name=sr_name, wanted=wanted) else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -93,6 +93,34 @@ def label_patch(node: views.NodeView, changes: Mapping[str, str | None]) -> dict
     return {"metadata": {"labels": effective}}
 
 
+def taints_change(node: views.NodeView, *, sr_name: str, wanted: Iterable[views.Taint]) -> bool:
+    """Whether ``taint_patch`` would patch ``node`` (asked of every selected node on every
+    pass, so the patch and its JSON record are not built to answer it)."""
+    return _taint_change(node, sr_name=sr_name, wanted=wanted) is not None
+
+
+def _taint_change(
+    node: views.NodeView, *, sr_name: str, wanted: Iterable[views.Taint]
+) -> tuple[list[views.Taint], list[views.Taint]] | None:
+    """``node``'s taints after the change and sro's record of its own after it; None when
+    nothing would change (see ``taint_patch``)."""
+    wanted_set = list(dict.fromkeys(wanted))
+    owned_record = owned_taints(node, sr_name)
+    if not wanted_set and not owned_record:
+        return None  # nothing wanted, nothing recorded: most nodes, every pass
+    current = node.taints
+    owned = set(owned_record)
+    if owned == set(wanted_set) and all(t in current for t in wanted_set):
+        return None  # every wanted taint there and recorded, nothing else recorded: the settled fleet
+    remove = {t for t in owned if t not in wanted_set}
+    add = [t for t in wanted_set if t not in current]
+    keep_owned = {t for t in owned if t in wanted_set and t in current}
+    new_owned = sorted(keep_owned | set(add), key=lambda t: (t.key, t.effect, t.value))
+    if not remove and not add and set(new_owned) == owned:
+        return None
+    return [t for t in current if t not in remove] + add, new_owned
+
+
 def taint_patch(
     node: views.NodeView, *, sr_name: str, wanted: Iterable[views.Taint]
 ) -> dict[str, Any] | None:
@@ -102,18 +130,10 @@ def taint_patch(
     node are added and recorded; a wanted taint already present but not recorded was
     someone else's first and stays theirs. None when nothing would change.
     """
-    wanted_set = list(dict.fromkeys(wanted))
-    owned = set(owned_taints(node, sr_name))
-    if not wanted_set and not owned:
-        return None  # nothing wanted, nothing recorded: most nodes, every pass
-    current = list(node.taints)
-    remove = {t for t in owned if t not in wanted_set}
-    add = [t for t in wanted_set if t not in current]
-    keep_owned = {t for t in owned if t in wanted_set and t in current}
-    new_owned = sorted(keep_owned | set(add), key=lambda t: (t.key, t.effect, t.value))
-    if not remove and not add and set(new_owned) == owned:
+    change = _taint_change(node, sr_name=sr_name, wanted=wanted)
+    if change is None:
         return None
-    taints = [t for t in current if t not in remove] + add
+    taints, new_owned = change
     key = taints_annotation(sr_name)
     record = json.dumps([t.to_body() for t in new_owned], sort_keys=True) if new_owned else None
     patch: dict[str, Any] = {

@@ -4,9 +4,11 @@ anyone else's lost.
 Covers: the taint patch adds and records sro's taints, removes only recorded ones, and
 gives every other taint back exactly as the node had it (``timeAdded`` included, which the
 API server sets on ``NoExecute`` taints and a rewrite must not drop); a node already right
-needs no patch; ``for_change`` carries labels, annotations and taints in one patch; a
-taint record anyone wrote badly (not JSON, not a list, nested past the decoder) reads as
-none, and a record reads the same whether short (parsed once) or long.
+needs no patch, a patch is needed exactly when a wanted taint is missing or a recorded
+one is no longer wanted (``taints_change`` says the same without building it), and one
+carried out leaves nothing to do; ``for_change`` carries labels, annotations and taints
+in one patch; a taint record anyone wrote badly (not JSON, not a list, nested past the
+decoder) reads as none, and a record reads the same whether short (parsed once) or long.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sro.model import views
 from sro.plan import node_patches
@@ -101,3 +105,31 @@ def test_a_taint_record_reads_the_same_short_or_long_and_read_again() -> None:
     assert node_patches.owned_taints(short, SR) == node_patches.owned_taints(short, SR) == (MINE,)
     found = node_patches.owned_taints(long, SR)
     assert len(padded) > 1024 and len(found) == 101 and found[0] == MINE
+
+
+OTHERS = (views.Taint(key="a", effect="NoSchedule"), views.Taint(key="a", value="v", effect="NoExecute"))
+TAINTS = st.sampled_from([MINE, THEIRS, *OTHERS])
+
+
+@given(st.lists(TAINTS, unique=True), st.lists(TAINTS, unique=True), st.lists(TAINTS))
+def test_a_taint_patch_is_needed_exactly_when_a_wanted_taint_is_missing_or_a_recorded_one_unwanted(
+    carried: list[views.Taint], recorded: list[views.Taint], wanted: list[views.Taint]
+) -> None:
+    before = node(*carried, recorded=tuple(recorded))
+    patch = node_patches.taint_patch(before, sr_name=SR, wanted=wanted)
+    needed = not set(wanted) <= set(carried) or not set(recorded) <= set(wanted)
+    assert (patch is not None) == needed
+    assert node_patches.taints_change(before, sr_name=SR, wanted=wanted) == needed
+    if patch is None:
+        return
+    # Carried out, the patch leaves nothing more to do.
+    record = patch["metadata"]["annotations"][node_patches.taints_annotation(SR)]
+    back = patch["spec"]["taints"]
+    after = views.NodeView(
+        name="n1",
+        taints=tuple(views.Taint(key=t["key"], value=t.get("value", ""), effect=t["effect"]) for t in back),
+        annotations={node_patches.taints_annotation(SR): record} if record else {},
+        resource_version="8",
+    )
+    assert node_patches.taint_patch(after, sr_name=SR, wanted=wanted) is None
+    assert set(wanted) <= set(after.taints)
