@@ -24,7 +24,8 @@ from sro.model import specialresource as sr_model
 
 
 def _labelled(meta: Mapping[str, Any], sr_name: str) -> dict[str, Any]:
-    labels = {**(meta.get("labels") or {}), sr_model.OWNER_LABEL: sr_name}
+    labels = dict(meta.get("labels") or {})
+    labels[sr_model.OWNER_LABEL] = sr_name
     return {**meta, "labels": labels}
 
 
