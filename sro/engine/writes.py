@@ -57,7 +57,7 @@ def unsent(
     that follow a node's label patch: while a watch stalls, every pass patches the node
     again and would apply its pod again, although the pod is there; once the caches show
     the labels and the pod, the regular path (``apply_objects``) takes over."""
-    return tuple(o for o in objects if (sent.applied(o.ref) or ("", 0))[0] != sent.owned(o, sr)[1])
+    return tuple(o for o in objects if (sent.applied(o.ref) or ("", 0))[0] != sent.digest(o, sr))
 
 
 def merged(first: WriteReport, second: WriteReport) -> WriteReport:

@@ -1,10 +1,10 @@
-"""The record of bodies sent and owned bodies one SpecialResource's passes keep (``engine.sent``).
+"""The record of bodies sent and of digests one SpecialResource's passes keep (``engine.sent``).
 
-Covers: an object planned again as the same instance gets the same owned body and digest
-without building them again, while an equal new instance, or the same one for a
-SpecialResource made again under its name, is built afresh to the same digest; the owned
-body carries the owner label and reference and the digest ``diff`` computes of it;
-``keep`` forgets what is no longer desired, in both records.
+Covers: an object planned again as the same instance gets its digest without hashing its
+body again, while an equal new instance, or the same one for a SpecialResource made again
+under its name, is hashed afresh (to the same digest when the body is the same); the owned
+body carries the owner label and reference, and the digest is the one ``diff`` computes of
+it; ``keep`` forgets what is no longer desired, in both records.
 """
 
 from __future__ import annotations
@@ -43,39 +43,40 @@ def pod(name: str, image: str = "validator:1") -> desired.DesiredObject:
     return desired.DesiredObject(body=body, state="state-a", source=errors.Location(file="a.yaml"), node="n1")
 
 
-def test_the_same_instance_gets_the_same_body_and_digest_without_building_them_again() -> None:
+def test_the_same_instance_gets_its_digest_without_hashing_again() -> None:
     sent, sr, obj = sent_.Sent(), special_resource(), pod("p1")
     body, digest = sent.owned(obj, sr)
     assert body["metadata"]["labels"] == {"app": "v", sr_model.OWNER_LABEL: "gpu"}
     assert body["metadata"]["ownerReferences"] == [sr.owner_reference()]
     assert digest == diff.desired_hash(sent_.owned_body(obj.body, sr))
-    again, digest_again = sent.owned(obj, sr)
-    assert again is body and digest_again == digest  # kept, not built again
+    # The very string kept: a hash computed again would be a new one.
+    assert sent.owned(obj, sr)[1] is digest
+    assert sent.digest(obj, sr) is digest
 
     equal = pod("p1")
-    fresh, fresh_digest = sent.owned(equal, sr)
-    assert fresh is not body and fresh_digest == digest  # another instance: built again, alike
-    assert sent.owned(equal, sr)[0] is fresh  # and kept in its turn
+    fresh = sent.digest(equal, sr)
+    assert fresh == digest and fresh is not digest  # another instance: hashed again, alike
+    assert sent.digest(equal, sr) is fresh  # and kept in its turn
 
-    changed = pod("p1", image="validator:2")
-    assert sent.owned(changed, sr)[1] != digest
+    assert sent.digest(pod("p1", image="validator:2"), sr) != digest
 
 
 def test_a_special_resource_made_again_under_its_name_gets_bodies_owned_by_it() -> None:
     sent, obj = sent_.Sent(), pod("p1")
-    first, _ = sent.owned(obj, special_resource("uid-1"))
-    second, _ = sent.owned(obj, special_resource("uid-2"))
+    first, first_digest = sent.owned(obj, special_resource("uid-1"))
+    second, second_digest = sent.owned(obj, special_resource("uid-2"))
     assert first["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
     assert second["metadata"]["ownerReferences"] == [special_resource("uid-2").owner_reference()]
+    assert second_digest != first_digest
 
 
 def test_keep_forgets_what_is_no_longer_desired_in_both_records() -> None:
     sent, sr = sent_.Sent(), special_resource()
     kept, gone = pod("kept"), pod("gone")
     for obj in (kept, gone):
-        sent.record(obj.ref, digest=sent.owned(obj, sr)[1], version=7)
-    body, _ = sent.owned(gone, sr)
+        sent.record(obj.ref, digest=sent.digest(obj, sr), version=7)
+    before = sent.digest(gone, sr)
     sent.keep({kept.ref})
-    assert sent.applied(kept.ref) == (sent.owned(kept, sr)[1], 7)
+    assert sent.applied(kept.ref) == (sent.digest(kept, sr), 7)
     assert sent.applied(gone.ref) is None
-    assert sent.owned(gone, sr)[0] is not body  # built again: forgotten too
+    assert sent.digest(gone, sr) is not before  # hashed again: forgotten too
