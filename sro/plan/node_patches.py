@@ -105,19 +105,18 @@ def _taint_change(
     """``node``'s taints after the change and sro's record of its own after it; None when
     nothing would change (see ``taint_patch``)."""
     wanted_set = list(dict.fromkeys(wanted))
-    owned_record = owned_taints(node, sr_name)
-    if not wanted_set and not owned_record:
+    owned = set(owned_taints(node, sr_name))
+    if not wanted_set and not owned:
         return None  # nothing wanted, nothing recorded: most nodes, every pass
     current = node.taints
-    owned = set(owned_record)
-    if owned == set(wanted_set) and all(t in current for t in wanted_set):
-        return None  # every wanted taint there and recorded, nothing else recorded: the settled fleet
+    # Nothing to remove (every recorded taint still wanted) and nothing to add (every
+    # wanted taint there): the record then stays as it is too.
+    if owned.issubset(wanted_set) and all(t in current for t in wanted_set):
+        return None
     remove = {t for t in owned if t not in wanted_set}
     add = [t for t in wanted_set if t not in current]
     keep_owned = {t for t in owned if t in wanted_set and t in current}
     new_owned = sorted(keep_owned | set(add), key=lambda t: (t.key, t.effect, t.value))
-    if not remove and not add and set(new_owned) == owned:
-        return None
     return [t for t in current if t not in remove] + add, new_owned
 
 
