@@ -40,9 +40,9 @@ class ByNode(Mapping[str, tuple[views.PodView, ...]]):
         self._made: dict[str, tuple[views.PodView, ...]] = {}
 
     def __getitem__(self, node: str) -> tuple[views.PodView, ...]:
-        made = self._made.get(node)
+        made: tuple[views.PodView, ...] | None = self.get(node)
         if made is None:
-            made = self._made[node] = in_order(self._on[node])
+            raise KeyError(node)
         return made
 
     def get(self, node: str, default: Any = None) -> Any:
